@@ -1,0 +1,57 @@
+"""The one exception hierarchy of fluxhop.
+
+Every error a user can see derives from :class:`FluxhopError`, and its text is
+always a single line: the CLI prints ``fluxhop: <message>`` and exits non-zero,
+never a traceback. Errors that describe bad input also derive from
+``ValueError`` so that library callers can treat them the way they would treat
+flux-core's Python bindings (which raise ``ValueError``).
+"""
+
+from __future__ import annotations
+
+
+class FluxhopError(Exception):
+    """Base class of every fluxhop error. ``str(err)`` is one line."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class InputError(FluxhopError, ValueError):
+    """Bad input: a value the user gave that fluxhop cannot use."""
+
+    exit_code = 2
+
+
+class HostlistError(InputError):
+    """An RFC 29 hostlist that cannot be decoded or encoded."""
+
+
+class IdsetError(InputError):
+    """An RFC 22 idset that cannot be decoded or encoded."""
+
+
+class DurationError(InputError):
+    """An RFC 23 Flux Standard Duration that cannot be parsed."""
+
+
+class CurveCertError(InputError):
+    """A ZeroMQ CURVE certificate that flux-core would refuse to load."""
+
+
+class BrokerConfigError(InputError):
+    """A broker bootstrap configuration that flux-core would reject."""
+
+
+class InvalidResourceSet(InputError):
+    """An RFC 20 R document that is malformed or inconsistent."""
+
+
+class InvalidJobspec(InputError):
+    """A jobspec that fails RFC 14 (canonical) or RFC 25 (V1) validation."""

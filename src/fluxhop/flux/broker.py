@@ -1,0 +1,252 @@
+"""The broker configuration file (``broker.toml``) that boots a Flux instance.
+
+A config-booted broker finds its rank as the index of its hostname in the
+``[bootstrap] hosts`` array, binds where its entry says and connects to its
+parent's ``connect`` URI. :class:`BrokerConfig` validates what flux-core's
+``conf_bootstrap_parse`` validates (RFC 1035 host names, URI schemes, no port
+wildcard, bind/connect present where the tree needs them) when it is built, so
+a bad value fails here with one line instead of in forty pods at boot.
+
+Only live tables are written: ``[archive]`` was removed in flux-core v0.68.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import tomli_w
+
+from fluxhop.errors import BrokerConfigError, DurationError
+from fluxhop.flux import fsd, hostlist
+from fluxhop.flux.topology import parents
+
+__all__ = [
+    "QUEUE_POLICIES",
+    "BrokerConfig",
+    "HostEntry",
+    "format_uri",
+    "validate_hostname",
+    "validate_uri",
+]
+
+QUEUE_POLICIES = ("fcfs", "easy", "hybrid", "conservative")
+_LABEL_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+MAX_URI_BYTES = 2048
+MAX_IPC_PATH = 108
+
+
+def validate_hostname(host: str) -> str:
+    """RFC 1035 host name check, as flux-core v0.81+ applies to ``hosts``."""
+    if not isinstance(host, str) or not 1 <= len(host) <= 253:
+        raise BrokerConfigError(f"[bootstrap] host {host!r}: must be 1-253 characters")
+    for label in host.split("."):
+        if not _LABEL_RE.fullmatch(label):
+            raise BrokerConfigError(
+                f"[bootstrap] host {host!r} is not a valid RFC 1035 name: labels are 1-63 "
+                "letters, digits or '-', not starting or ending with '-' (no '_')"
+            )
+    return host
+
+
+def format_uri(template: str, host: str | None, port: int | None) -> str:
+    """Expand ``%h`` (host), ``%p`` (port) and ``%%`` like flux-core ``format_uri``."""
+    out: list[str] = []
+    i = 0
+    while i < len(template):
+        char = template[i]
+        if char == "%" and i + 1 < len(template):
+            code = template[i + 1]
+            if code == "h" and host is not None:
+                out.append(host)
+                i += 2
+                continue
+            if code == "p" and port is not None and port >= 0:
+                out.append(str(port))
+                i += 2
+                continue
+            if code == "%":
+                out.append("%")
+                i += 2
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def validate_uri(uri: str, *, what: str = "URI") -> str:
+    """flux-core ``overlay_uri_check``: tcp:// or ipc://, no ``:*`` wildcard."""
+    if len(uri.encode()) > MAX_URI_BYTES:
+        raise BrokerConfigError(f"[bootstrap] {what} is longer than {MAX_URI_BYTES} bytes")
+    if "://" not in uri:
+        raise BrokerConfigError(f"[bootstrap] {what} {uri!r} must look like tcp://HOST:PORT")
+    if ":*" in uri:
+        raise BrokerConfigError(
+            f"[bootstrap] {what} {uri!r} uses a port wildcard; give a fixed port"
+        )
+    scheme, _, rest = uri.partition("://")
+    if scheme == "tcp" and rest:
+        return uri
+    if scheme == "ipc" and 1 <= len(rest.encode()) <= MAX_IPC_PATH:
+        return uri
+    raise BrokerConfigError(
+        f"[bootstrap] {what} {uri!r}: only tcp://HOST:PORT and ipc://PATH "
+        f"(1-{MAX_IPC_PATH} bytes) are accepted"
+    )
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """One rank's ``hosts`` entry, with optional per-host overrides."""
+
+    host: str
+    bind: str | None = None
+    connect: str | None = None
+    parent: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        entry = {"host": self.host}
+        for key in ("bind", "connect", "parent"):
+            value = getattr(self, key)
+            if value is not None:
+                entry[key] = value
+        return entry
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """A validated ``broker.toml``.
+
+    ``hosts`` are in rank order (strings or :class:`HostEntry`). With
+    ``compact=True`` (the default) hosts without per-host keys are written as a
+    single RFC 29 hostlist entry, which keeps a 10,000-node config a few bytes.
+    """
+
+    hosts: Sequence[str | HostEntry]
+    curve_cert: str | None = None
+    default_port: int | None = None
+    default_bind: str | None = None
+    default_connect: str | None = None
+    compact: bool = True
+    enable_ipv6: bool = False
+    topo: str | None = None
+    connect_timeout: str | None = None
+    resource_path: str | None = None
+    resource_noverify: bool = False
+    access: dict[str, bool] = field(default_factory=dict)
+    queue_policy: str | None = None
+
+    def __post_init__(self) -> None:
+        entries = tuple(
+            entry if isinstance(entry, HostEntry) else HostEntry(entry) for entry in self.hosts
+        )
+        object.__setattr__(self, "hosts", entries)
+        self._validate(entries)
+
+    @property
+    def hostnames(self) -> list[str]:
+        return [entry.host for entry in self.hosts]  # type: ignore[union-attr]
+
+    @property
+    def size(self) -> int:
+        return len(self.hosts)
+
+    def _validate(self, entries: tuple[HostEntry, ...]) -> None:
+        if not entries:
+            raise BrokerConfigError("[bootstrap] hosts is empty; list at least one host")
+        seen: set[str] = set()
+        for entry in entries:
+            validate_hostname(entry.host)
+            if entry.host in seen:
+                raise BrokerConfigError(
+                    f"[bootstrap] host {entry.host} is listed twice; each rank needs its own host"
+                )
+            seen.add(entry.host)
+        if self.default_port is not None and not 0 <= self.default_port <= 65535:
+            raise BrokerConfigError(
+                f"[bootstrap] default_port {self.default_port} is not in 0-65535"
+            )
+        if len(entries) > 1 and not self.curve_cert:
+            raise BrokerConfigError("[bootstrap] curve_cert must be defined for size > 1")
+        if self.queue_policy is not None and self.queue_policy not in QUEUE_POLICIES:
+            raise BrokerConfigError(
+                f"[sched-fluxion-qmanager] queue-policy {self.queue_policy!r} is not one of "
+                f"{', '.join(QUEUE_POLICIES)}"
+            )
+        if self.connect_timeout is not None:
+            try:
+                fsd.parse(self.connect_timeout)
+            except DurationError as err:
+                raise BrokerConfigError(f"[tbon] connect_timeout: {err}") from None
+        self._validate_tree(entries)
+
+    def _validate_tree(self, entries: tuple[HostEntry, ...]) -> None:
+        hosts = [entry.host for entry in entries]
+        parent_of = {e.host: e.parent for e in entries if e.parent is not None}
+        tree = parents(self.topo or "custom", hosts, parent_of)
+        has_children = {parent for parent in tree if parent is not None}
+        for rank, entry in enumerate(entries):
+            bind = entry.bind if entry.bind is not None else self.default_bind
+            connect = entry.connect if entry.connect is not None else self.default_connect
+            if bind is not None:
+                validate_uri(
+                    format_uri(bind, entry.host, self.default_port), what=f"bind of {entry.host}"
+                )
+            if connect is not None:
+                validate_uri(
+                    format_uri(connect, entry.host, self.default_port),
+                    what=f"connect of {entry.host}",
+                )
+            if rank in has_children:
+                if bind is None:
+                    raise BrokerConfigError(
+                        f"[bootstrap] bind URI is undefined for rank {rank} ({entry.host}); "
+                        "set default_bind"
+                    )
+                if connect is None:
+                    raise BrokerConfigError(
+                        f"[bootstrap] connect URI is undefined for rank {rank} "
+                        f"({entry.host}); set default_connect"
+                    )
+
+    def hosts_table(self) -> list[dict[str, str]]:
+        entries: tuple[HostEntry, ...] = self.hosts  # type: ignore[assignment]
+        plain = all(e.bind is None and e.connect is None and e.parent is None for e in entries)
+        if self.compact and plain:
+            return [{"host": hostlist.encode(e.host for e in entries)}]
+        return [entry.to_dict() for entry in entries]
+
+    def to_dict(self) -> dict[str, dict[str, object]]:
+        bootstrap: dict[str, object] = {}
+        if self.enable_ipv6:
+            bootstrap["enable_ipv6"] = True
+        for key in ("curve_cert", "default_port", "default_bind", "default_connect"):
+            value = getattr(self, key)
+            if value is not None:
+                bootstrap[key] = value
+        bootstrap["hosts"] = self.hosts_table()
+        doc: dict[str, dict[str, object]] = {"bootstrap": bootstrap}
+        tbon: dict[str, object] = {}
+        if self.topo:
+            tbon["topo"] = self.topo
+        if self.connect_timeout is not None:
+            tbon["connect_timeout"] = self.connect_timeout
+        if tbon:
+            doc["tbon"] = tbon
+        resource: dict[str, object] = {}
+        if self.resource_path:
+            resource["path"] = self.resource_path
+        if self.resource_noverify:
+            resource["noverify"] = True
+        if resource:
+            doc["resource"] = resource
+        if self.access:
+            doc["access"] = dict(self.access)
+        if self.queue_policy:
+            doc["sched-fluxion-qmanager"] = {"queue-policy": self.queue_policy}
+        return doc
+
+    def to_toml(self) -> str:
+        """The ``broker.toml`` text (parses with ``tomllib``)."""
+        return tomli_w.dumps(self.to_dict())

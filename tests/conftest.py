@@ -1,0 +1,14 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conformance import CONFORMANCE
+
+
+@pytest.fixture(scope="session")
+def conformance() -> Path:
+    return CONFORMANCE
