@@ -57,8 +57,12 @@ def main() -> None:
     parse_big = best_of(lambda: ResourceSet.from_json(text))
     print()
     print(f"{'operation':34} {'1,000 nodes':>12} {'10,000':>12} {'ratio':>8}")
-    print(f"{'R from_nodes + to_json':34} {r_small * 1e3:10.2f}ms {r_big * 1e3:10.2f}ms {r_big / r_small:8.1f}")
-    print(f"{'R from_json':34} {parse_small * 1e3:10.2f}ms {parse_big * 1e3:10.2f}ms {parse_big / parse_small:8.1f}")
+    print(
+        f"{'R from_nodes + to_json':34} {r_small * 1e3:10.2f}ms {r_big * 1e3:10.2f}ms {r_big / r_small:8.1f}"
+    )
+    print(
+        f"{'R from_json':34} {parse_small * 1e3:10.2f}ms {parse_big * 1e3:10.2f}ms {parse_big / parse_small:8.1f}"
+    )
     print(f"R text for 10,000 nodes: {len(text)} bytes")
 
 

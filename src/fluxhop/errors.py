@@ -55,3 +55,11 @@ class InvalidResourceSet(InputError):
 
 class InvalidJobspec(InputError):
     """A jobspec that fails RFC 14 (canonical) or RFC 25 (V1) validation."""
+
+
+class SpecError(InputError):
+    """A MiniCluster spec that fluxhop cannot render."""
+
+
+class FluxhopWarning(UserWarning):
+    """Something fluxhop accepted but will not act on (printed as one line)."""

@@ -276,3 +276,33 @@ def test_ten_thousand_hosts_stay_small():
     text = BrokerConfig(hosts=hosts, topo="kary:32", **BASE).to_toml()
     assert len(text) < 1024
     assert ranks_of(text)["flux-sample-9999"] == 9999
+
+
+def test_hostlist_string_is_validated_without_expanding():
+    config = BrokerConfig(hosts="flux-sample-[0-99999]", topo="kary:32", **BASE)
+    assert config.size == 100_000
+    text = config.to_toml()
+    assert tomllib.loads(text)["bootstrap"]["hosts"] == [{"host": "flux-sample-[0-99999]"}]
+    assert ranks_of(BrokerConfig(hosts="a-[0-3]", **BASE).to_toml()) == {f"a-{i}": i for i in range(4)}
+
+
+@pytest.mark.parametrize(
+    "hosts, match",
+    [
+        ("a_b[0-3]", "RFC 1035"),
+        ("a-[0-3],a-2", "twice"),
+        ("n[1-3],n[3-4]", "twice"),
+        ("foo[", "hosts"),
+        ("", "empty"),
+        ("x" * 62 + "[0-10]", "RFC 1035"),
+    ],
+)
+def test_bad_hostlist_strings(hosts, match):
+    with pytest.raises(BrokerConfigError, match=match):
+        BrokerConfig(hosts=hosts, **BASE)
+
+
+def test_hostlist_string_needs_uris_for_rank_zero():
+    with pytest.raises(BrokerConfigError, match="bind URI is undefined for rank 0"):
+        BrokerConfig(hosts="a-[0-1]", curve_cert="c", default_connect="tcp://%h:1")
+    BrokerConfig(hosts="solo")  # a singleton needs neither

@@ -229,6 +229,15 @@ def test_from_nodes_groups_identical_nodes_and_keeps_host_order():
     assert back.nodelist == hosts
 
 
+def test_hostlist_string_gives_the_same_r_without_expanding():
+    as_list = ResourceSet.from_nodes([f"n{i}" for i in range(1000)], cores=8, gpus=2)
+    as_text = ResourceSet.from_nodes("n[0-999]", cores=8, gpus=2)
+    assert as_list.to_json() == as_text.to_json()
+    assert (as_text.nnodes, as_text.ncores, as_text.ngpus) == (1000, 8000, 2000)
+    assert as_text.nodelist[-1] == "n999"
+    assert as_text.nodes[3].hostname == "n3" and as_text.nodes[3].cores == tuple(range(8))
+
+
 def test_gpu_only_node_has_no_core_key():
     doc = json.loads(ResourceSet.from_nodes(["g0"], cores=0, gpus=1).to_json())
     assert doc["execution"]["R_lite"][0]["children"] == {"gpu": "0"}
@@ -242,7 +251,8 @@ def test_gpu_only_node_has_no_core_key():
         (["a", "b"], {"cores": [1]}, "per-node"),
         (["a"], {"cores": -1}, ">= 0"),
         (["a"], {"cores": 0, "gpus": 0}, "no cores"),
-        ("a,b", {}, "string"),
+        ("foo[", {}, "hosts"),
+        ("", {}, "at least one"),
     ],
 )
 def test_from_nodes_rejects(hosts, kwargs, match):

@@ -29,9 +29,18 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _load_commands() -> None:
+    """Import the verb modules, which register themselves on ``cli``."""
+    from fluxhop.cli import render, run  # noqa: F401
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxhop``: run the CLI, map errors to one line."""
+    from fluxhop.cli.common import install_warning_printer
+
     args = list(sys.argv[1:] if argv is None else argv)
+    install_warning_printer()
+    _load_commands()
     try:
         result = cli.main(args=args, prog_name="fluxhop", standalone_mode=False)
     except FluxhopError as err:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import tomli_w
 
-from fluxhop.errors import BrokerConfigError, DurationError
+from fluxhop.errors import BrokerConfigError, DurationError, HostlistError
 from fluxhop.flux import fsd, hostlist
-from fluxhop.flux.topology import parents
+from fluxhop.flux.topology import parents, validate_topo
 
 __all__ = [
     "QUEUE_POLICIES",
@@ -118,12 +118,14 @@ class HostEntry:
 class BrokerConfig:
     """A validated ``broker.toml``.
 
-    ``hosts`` are in rank order (strings or :class:`HostEntry`). With
-    ``compact=True`` (the default) hosts without per-host keys are written as a
-    single RFC 29 hostlist entry, which keeps a 10,000-node config a few bytes.
+    ``hosts`` are in rank order: a list of names or :class:`HostEntry`, or one
+    RFC 29 hostlist string. A hostlist string is validated run by run, never
+    expanded, so a 10,000-rank config costs what a 1-rank config does. With
+    ``compact=True`` (the default) a list of hosts without per-host keys is
+    written as a single hostlist entry too.
     """
 
-    hosts: Sequence[str | HostEntry]
+    hosts: Sequence[str | HostEntry] | str
     curve_cert: str | None = None
     default_port: int | None = None
     default_bind: str | None = None
@@ -138,36 +140,35 @@ class BrokerConfig:
     queue_policy: str | None = None
 
     def __post_init__(self) -> None:
-        entries = tuple(
-            entry if isinstance(entry, HostEntry) else HostEntry(entry) for entry in self.hosts
-        )
-        object.__setattr__(self, "hosts", entries)
-        self._validate(entries)
+        if isinstance(self.hosts, str):
+            size = self._validate_hostlist(self.hosts)
+        else:
+            entries = tuple(
+                entry if isinstance(entry, HostEntry) else HostEntry(entry) for entry in self.hosts
+            )
+            object.__setattr__(self, "hosts", entries)
+            self._validate_entries(entries)
+            size = len(entries)
+        object.__setattr__(self, "_size", size)
+        self._validate_settings(size)
 
     @property
     def hostnames(self) -> list[str]:
+        """Every host in rank order (expands a hostlist)."""
+        if isinstance(self.hosts, str):
+            return hostlist.decode(self.hosts)
         return [entry.host for entry in self.hosts]  # type: ignore[union-attr]
 
     @property
     def size(self) -> int:
-        return len(self.hosts)
+        return self._size  # type: ignore[attr-defined,no-any-return]
 
-    def _validate(self, entries: tuple[HostEntry, ...]) -> None:
-        if not entries:
-            raise BrokerConfigError("[bootstrap] hosts is empty; list at least one host")
-        seen: set[str] = set()
-        for entry in entries:
-            validate_hostname(entry.host)
-            if entry.host in seen:
-                raise BrokerConfigError(
-                    f"[bootstrap] host {entry.host} is listed twice; each rank needs its own host"
-                )
-            seen.add(entry.host)
+    def _validate_settings(self, size: int) -> None:
         if self.default_port is not None and not 0 <= self.default_port <= 65535:
             raise BrokerConfigError(
                 f"[bootstrap] default_port {self.default_port} is not in 0-65535"
             )
-        if len(entries) > 1 and not self.curve_cert:
+        if size > 1 and not self.curve_cert:
             raise BrokerConfigError("[bootstrap] curve_cert must be defined for size > 1")
         if self.queue_policy is not None and self.queue_policy not in QUEUE_POLICIES:
             raise BrokerConfigError(
@@ -179,9 +180,49 @@ class BrokerConfig:
                 fsd.parse(self.connect_timeout)
             except DurationError as err:
                 raise BrokerConfigError(f"[tbon] connect_timeout: {err}") from None
-        self._validate_tree(entries)
+        validate_topo(self.topo or "custom")
 
-    def _validate_tree(self, entries: tuple[HostEntry, ...]) -> None:
+    def _check_uris(self, host: str, bind: str | None, connect: str | None) -> None:
+        if bind is not None:
+            validate_uri(format_uri(bind, host, self.default_port), what=f"bind of {host}")
+        if connect is not None:
+            validate_uri(format_uri(connect, host, self.default_port), what=f"connect of {host}")
+
+    def _validate_hostlist(self, text: str) -> int:
+        try:
+            host_runs = hostlist.runs(text)
+        except HostlistError as err:
+            raise BrokerConfigError(f"[bootstrap] hosts: {err}") from None
+        size = sum(run.count for run in host_runs)
+        if size == 0:
+            raise BrokerConfigError("[bootstrap] hosts is empty; list at least one host")
+        for run in host_runs:
+            # Names of a run differ only in their trailing digits: if the first
+            # and the last are valid RFC 1035 names, every name between is.
+            validate_hostname(run.first)
+            validate_hostname(run.last)
+        _check_no_duplicates(text, host_runs)
+        longest = max((run.last for run in host_runs), key=len)
+        self._check_uris(longest, self.default_bind, self.default_connect)
+        if size > 1 and (self.default_bind is None or self.default_connect is None):
+            missing = "bind" if self.default_bind is None else "connect"
+            raise BrokerConfigError(
+                f"[bootstrap] {missing} URI is undefined for rank 0 ({host_runs[0].first}); "
+                f"set default_{missing}"
+            )
+        return size
+
+    def _validate_entries(self, entries: tuple[HostEntry, ...]) -> None:
+        if not entries:
+            raise BrokerConfigError("[bootstrap] hosts is empty; list at least one host")
+        seen: set[str] = set()
+        for entry in entries:
+            validate_hostname(entry.host)
+            if entry.host in seen:
+                raise BrokerConfigError(
+                    f"[bootstrap] host {entry.host} is listed twice; each rank needs its own host"
+                )
+            seen.add(entry.host)
         hosts = [entry.host for entry in entries]
         parent_of = {e.host: e.parent for e in entries if e.parent is not None}
         tree = parents(self.topo or "custom", hosts, parent_of)
@@ -189,15 +230,7 @@ class BrokerConfig:
         for rank, entry in enumerate(entries):
             bind = entry.bind if entry.bind is not None else self.default_bind
             connect = entry.connect if entry.connect is not None else self.default_connect
-            if bind is not None:
-                validate_uri(
-                    format_uri(bind, entry.host, self.default_port), what=f"bind of {entry.host}"
-                )
-            if connect is not None:
-                validate_uri(
-                    format_uri(connect, entry.host, self.default_port),
-                    what=f"connect of {entry.host}",
-                )
+            self._check_uris(entry.host, bind, connect)
             if rank in has_children:
                 if bind is None:
                     raise BrokerConfigError(
@@ -211,6 +244,8 @@ class BrokerConfig:
                     )
 
     def hosts_table(self) -> list[dict[str, str]]:
+        if isinstance(self.hosts, str):
+            return [{"host": self.hosts}]
         entries: tuple[HostEntry, ...] = self.hosts  # type: ignore[assignment]
         plain = all(e.bind is None and e.connect is None and e.parent is None for e in entries)
         if self.compact and plain:
@@ -250,3 +285,18 @@ class BrokerConfig:
     def to_toml(self) -> str:
         """The ``broker.toml`` text (parses with ``tomllib``)."""
         return tomli_w.dumps(self.to_dict())
+
+
+def _check_no_duplicates(text: str, host_runs: list[hostlist.HostRun]) -> None:
+    """Every host at most once: rank order is ambiguous otherwise."""
+    numeric = [run for run in host_runs if not run.single]
+    prefixes = [run.prefix for run in numeric]
+    if len(host_runs) == len(numeric) and len(set(prefixes)) == len(prefixes):
+        return  # distinct prefixes and numeric runs: no name can repeat
+    seen: set[str] = set()
+    for host in hostlist.decode(text):
+        if host in seen:
+            raise BrokerConfigError(
+                f"[bootstrap] host {host} is listed twice; each rank needs its own host"
+            )
+        seen.add(host)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from fluxhop.errors import HostlistError
 
@@ -35,7 +36,7 @@ _SPLIT_RE = re.compile(r"[,\t ]+")
 _C_SPACE = " \t\n\v\f\r"
 _SHOWN = 60  # characters of a bad hostlist quoted in an error message
 
-__all__ = ["MAX_RANGE", "count", "decode", "encode", "expand", "nth"]
+__all__ = ["MAX_RANGE", "HostRun", "count", "decode", "encode", "expand", "nth", "runs"]
 
 
 class _Range:
@@ -280,6 +281,39 @@ def _format(ranges: Sequence[_Range]) -> str:
         else:
             out.append(first.prefix + "".join(numbers))
     return ",".join(out)
+
+
+@dataclass(frozen=True)
+class HostRun:
+    """A run of hosts ``prefix + n`` (zero-padded to ``width``) for n in lo..hi,
+    or a single host (``single``) whose whole name is ``prefix``."""
+
+    prefix: str
+    lo: int
+    hi: int
+    width: int
+    single: bool
+
+    @property
+    def count(self) -> int:
+        return 1 if self.single else self.hi - self.lo + 1
+
+    @property
+    def first(self) -> str:
+        return self.prefix if self.single else f"{self.prefix}{self.lo:0{self.width}d}"
+
+    @property
+    def last(self) -> str:
+        return self.prefix if self.single else f"{self.prefix}{self.hi:0{self.width}d}"
+
+
+def runs(text: str) -> list[HostRun]:
+    """The runs a hostlist decodes into, without expanding them.
+
+    >>> [(r.first, r.last, r.count) for r in runs("node[1-1000],login")]
+    [('node1', 'node1000', 1000), ('login', 'login', 1)]
+    """
+    return [HostRun(r.prefix, r.lo, r.hi, r.width, r.single) for r in _decode_ranges(text)]
 
 
 def decode(text: str) -> list[str]:

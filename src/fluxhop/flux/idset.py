@@ -51,7 +51,9 @@ def _ranges(text: str) -> list[tuple[int, int]]:
         if hi > _MAX_ID:
             raise IdsetError(f"invalid idset {_show(text)}: id {hi} is too large")
         if lo <= previous:
-            raise IdsetError(f"invalid idset {_show(text)}: ids must be unique and ascending ({_show(term)})")
+            raise IdsetError(
+                f"invalid idset {_show(text)}: ids must be unique and ascending ({_show(term)})"
+            )
         ranges.append((lo, hi))
         previous = hi
     return ranges

@@ -6,6 +6,9 @@ pod's share, and Flux drains every rank whose R claims more than it has.
 Per-node counts may differ between nodes; ranks with identical children share
 one ``R_lite`` entry, as ``flux R encode`` writes them.
 
+R is held as those groups plus the nodelist as an RFC 29 hostlist, never as
+one object per node, so a uniform 10,000-node R costs as much as a 1-node R.
+
 The JSON text matches flux-core's writer (``rlist_to_R`` + ``json_dumps``):
 ``", "``/``": "`` separators and keys in the order version, execution
 {R_lite, nslots, starttime, expiration, nodelist, properties}, scheduling.
@@ -25,6 +28,8 @@ __all__ = ["Node", "ResourceSet"]
 
 _BAD_PROPERTY_CHARS = set("!&'\"^`|()")
 
+Ranges = tuple[tuple[int, int], ...]  # inclusive (lo, hi) runs of ranks
+
 
 @dataclass(frozen=True)
 class Node:
@@ -36,17 +41,45 @@ class Node:
     hostname: str | None = None
 
 
-def _counts(value: int | Sequence[int], nnodes: int, what: str) -> list[int]:
+@dataclass(frozen=True)
+class Group:
+    """Ranks that hold identical children (one ``R_lite`` entry)."""
+
+    ranks: Ranges
+    cores: tuple[int, ...]
+    gpus: tuple[int, ...]
+
+    def count(self) -> int:
+        return sum(hi - lo + 1 for lo, hi in self.ranks)
+
+    def rank_list(self) -> list[int]:
+        return [rank for lo, hi in self.ranks for rank in range(lo, hi + 1)]
+
+
+def _runs(ranks: Sequence[int]) -> Ranges:
+    runs: list[tuple[int, int]] = []
+    for rank in sorted(ranks):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], rank)
+        else:
+            runs.append((rank, rank))
+    return tuple(runs)
+
+
+def _ranges_text(ranges: Ranges) -> str:
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ranges)
+
+
+def _counts(value: int | Sequence[int], nnodes: int, what: str) -> list[int] | int:
     if isinstance(value, bool):
         raise InvalidResourceSet(f"{what} must be a count, not {value!r}")
     if isinstance(value, int):
-        counts = [value] * nnodes
-    else:
-        counts = list(value)
-        if len(counts) != nnodes:
-            raise InvalidResourceSet(
-                f"{what} lists {len(counts)} per-node counts for {nnodes} nodes"
-            )
+        if value < 0:
+            raise InvalidResourceSet(f"{what} per node must be integers >= 0, not {value!r}")
+        return value
+    counts = list(value)
+    if len(counts) != nnodes:
+        raise InvalidResourceSet(f"{what} lists {len(counts)} per-node counts for {nnodes} nodes")
     for count in counts:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidResourceSet(f"{what} per node must be integers >= 0, not {count!r}")
@@ -55,9 +88,10 @@ def _counts(value: int | Sequence[int], nnodes: int, what: str) -> list[int]:
 
 @dataclass(frozen=True)
 class ResourceSet:
-    """An R version 1 document: nodes in rank order plus optional extras."""
+    """An R version 1 document."""
 
-    nodes: tuple[Node, ...]
+    groups: tuple[Group, ...]
+    nodelist_text: str | None = None
     properties: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     starttime: float = 0.0
     expiration: float = 0.0
@@ -67,74 +101,97 @@ class ResourceSet:
     @classmethod
     def from_nodes(
         cls,
-        hosts: Sequence[str],
+        hosts: Sequence[str] | str,
         cores: int | Sequence[int] = 1,
         gpus: int | Sequence[int] = 0,
     ) -> ResourceSet:
         """R for ``hosts`` (rank = position) with per-node core and GPU counts.
 
+        ``hosts`` is a list of host names or an RFC 29 hostlist string;
         ``cores``/``gpus`` are one count for every node or one count per node.
         """
         if isinstance(hosts, str):
-            raise InvalidResourceSet("hosts must be a list of host names, not a string")
-        hosts = list(hosts)
-        if not hosts:
+            try:
+                text, nnodes = hosts, hostlist.count(hosts)
+            except HostlistError as err:
+                raise InvalidResourceSet(f"hosts: {err}") from None
+        else:
+            names = list(hosts)
+            if len(set(names)) != len(names):
+                raise InvalidResourceSet("hosts must be unique: one broker rank per host")
+            try:
+                text, nnodes = hostlist.encode(names), len(names)
+            except HostlistError as err:
+                raise InvalidResourceSet(f"hosts: {err}") from None
+        if nnodes == 0:
             raise InvalidResourceSet("a resource set needs at least one node")
-        if len(set(hosts)) != len(hosts):
-            raise InvalidResourceSet("hosts must be unique: one broker rank per host")
-        core_counts = _counts(cores, len(hosts), "cores")
-        gpu_counts = _counts(gpus, len(hosts), "gpus")
-        nodes = []
-        for rank, (host, ncores, ngpus) in enumerate(
-            zip(hosts, core_counts, gpu_counts, strict=True)
-        ):
+        core_counts = _counts(cores, nnodes, "cores")
+        gpu_counts = _counts(gpus, nnodes, "gpus")
+        if isinstance(core_counts, int) and isinstance(gpu_counts, int):
+            if core_counts == 0 and gpu_counts == 0:
+                raise InvalidResourceSet("nodes have no cores and no gpus")
+            group = Group(((0, nnodes - 1),), tuple(range(core_counts)), tuple(range(gpu_counts)))
+            return cls((group,), text)
+        per_core = core_counts if isinstance(core_counts, list) else [core_counts] * nnodes
+        per_gpu = gpu_counts if isinstance(gpu_counts, list) else [gpu_counts] * nnodes
+        by_children: dict[tuple[int, int], list[int]] = {}
+        for rank, (ncores, ngpus) in enumerate(zip(per_core, per_gpu, strict=True)):
             if ncores == 0 and ngpus == 0:
-                raise InvalidResourceSet(f"node {host} has no cores and no gpus")
-            nodes.append(Node(rank, tuple(range(ncores)), tuple(range(ngpus)), host))
-        return cls(tuple(nodes))
+                raise InvalidResourceSet(f"node of rank {rank} has no cores and no gpus")
+            by_children.setdefault((ncores, ngpus), []).append(rank)
+        groups = tuple(
+            Group(_runs(ranks), tuple(range(ncores)), tuple(range(ngpus)))
+            for (ncores, ngpus), ranks in by_children.items()
+        )
+        return cls(groups, text)
 
     @property
     def nnodes(self) -> int:
-        return len(self.nodes)
+        return sum(group.count() for group in self.groups)
 
     @property
     def ncores(self) -> int:
-        return sum(len(node.cores) for node in self.nodes)
+        return sum(group.count() * len(group.cores) for group in self.groups)
 
     @property
     def ngpus(self) -> int:
-        return sum(len(node.gpus) for node in self.nodes)
+        return sum(group.count() * len(group.gpus) for group in self.groups)
 
     @property
     def ranks(self) -> list[int]:
-        return [node.rank for node in self.nodes]
+        return sorted(rank for group in self.groups for rank in group.rank_list())
 
     @property
     def nodelist(self) -> list[str]:
         """Host names in rank order (empty when R carries no nodelist)."""
-        if any(node.hostname is None for node in self.nodes):
-            return []
-        return [node.hostname for node in self.nodes]  # type: ignore[misc]
+        return hostlist.decode(self.nodelist_text) if self.nodelist_text else []
+
+    @property
+    def nodes(self) -> list[Node]:
+        """One :class:`Node` per rank, in rank order (expands the whole set)."""
+        by_rank = {rank: group for group in self.groups for rank in group.rank_list()}
+        names = self.nodelist
+        return [
+            Node(rank, by_rank[rank].cores, by_rank[rank].gpus, names[i] if names else None)
+            for i, rank in enumerate(sorted(by_rank))
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
-        for node in self.nodes:
-            groups.setdefault((node.cores, node.gpus), []).append(node.rank)
         r_lite = []
-        for (cores, gpus), ranks in groups.items():
+        for group in self.groups:
             children = {}
-            if cores:
-                children["core"] = idset.encode(cores)
-            if gpus:
-                children["gpu"] = idset.encode(gpus)
-            r_lite.append({"rank": idset.encode(ranks), "children": children})
+            if group.cores:
+                children["core"] = idset.encode(group.cores)
+            if group.gpus:
+                children["gpu"] = idset.encode(group.gpus)
+            r_lite.append({"rank": _ranges_text(group.ranks), "children": children})
         execution: dict[str, Any] = {"R_lite": r_lite}
         if self.nslots is not None:
             execution["nslots"] = self.nslots
         execution["starttime"] = float(self.starttime)
         execution["expiration"] = float(self.expiration)
-        if self.nodelist:
-            execution["nodelist"] = [hostlist.encode(self.nodelist)]
+        if self.nodelist_text:
+            execution["nodelist"] = [self.nodelist_text]
         if self.properties:
             execution["properties"] = {
                 name: idset.encode(ranks) for name, ranks in self.properties.items()
@@ -182,50 +239,41 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _r_lite_nodes(r_lite: Any) -> dict[int, Node]:
+def _groups(r_lite: Any) -> tuple[Group, ...]:
     if isinstance(r_lite, dict):
         _require(not r_lite, "R execution.R_lite must be an array")
-        return {}
+        return ()
     _require(isinstance(r_lite, list), "R execution.R_lite must be an array")
-    nodes: dict[int, Node] = {}
+    groups: list[Group] = []
+    seen: set[int] = set()
     for index, entry in enumerate(r_lite):
         where = f"execution.R_lite[{index}]"
         _require(isinstance(entry, dict), f"R {where} must be an object")
         _require("rank" in entry, f"R {where} has no rank")
         children = entry.get("children")
         _require(isinstance(children, dict), f"R {where}.children must be an object")
-        cores = (
-            tuple(_decode_idset(children["core"], f"{where}.children.core"))
-            if "core" in children
-            else ()
-        )
-        gpus = (
-            tuple(_decode_idset(children["gpu"], f"{where}.children.gpu"))
-            if "gpu" in children
-            else ()
-        )
-        for rank in _decode_idset(entry["rank"], f"{where}.rank"):
-            _require(rank not in nodes, f"R rank {rank} appears in more than one R_lite entry")
-            nodes[rank] = Node(rank, cores, gpus)
-    return nodes
+        cores = tuple(_decode_idset(children["core"], f"{where}.children.core")) if "core" in children else ()
+        gpus = tuple(_decode_idset(children["gpu"], f"{where}.children.gpu")) if "gpu" in children else ()
+        ranks = _decode_idset(entry["rank"], f"{where}.rank")
+        repeated = seen.intersection(ranks)
+        _require(not repeated, f"R rank {min(repeated) if repeated else 0} appears in more than one R_lite entry")
+        seen.update(ranks)
+        groups.append(Group(_runs(ranks), cores, gpus))
+    return tuple(groups)
 
 
-def _nodelist(value: Any, nranks: int) -> list[str] | None:
+def _nodelist(value: Any, nranks: int) -> str | None:
     if value is None:
         return None
     _require(isinstance(value, list), "R execution.nodelist must be an array of hostlists")
-    hosts: list[str] = []
-    for item in value:
-        _require(isinstance(item, str), "R execution.nodelist entries must be strings")
-        try:
-            hosts.extend(hostlist.decode(item))
-        except HostlistError as err:
-            raise InvalidResourceSet(f"R execution.nodelist: {err}") from None
-    _require(
-        len(hosts) == nranks,
-        f"R execution.nodelist names {len(hosts)} hosts for {nranks} ranks",
-    )
-    return hosts
+    _require(all(isinstance(item, str) for item in value), "R execution.nodelist entries must be strings")
+    text = ",".join(item for item in value if item)
+    try:
+        count = hostlist.count(text)
+    except HostlistError as err:
+        raise InvalidResourceSet(f"R execution.nodelist: {err}") from None
+    _require(count == nranks, f"R execution.nodelist names {count} hosts for {nranks} ranks")
+    return text
 
 
 def _properties(value: Any, ranks: set[int]) -> dict[str, tuple[int, ...]]:
@@ -256,13 +304,9 @@ def _from_doc(doc: Any) -> ResourceSet:
     execution = doc.get("execution")
     _require(isinstance(execution, dict), "R has no execution object")
     _require("R_lite" in execution, "R execution has no R_lite")
-    by_rank = _r_lite_nodes(execution["R_lite"])
-    ordered = sorted(by_rank)
-    hosts = _nodelist(execution.get("nodelist"), len(ordered))
-    nodes = tuple(
-        Node(rank, by_rank[rank].cores, by_rank[rank].gpus, hosts[i] if hosts else None)
-        for i, rank in enumerate(ordered)
-    )
+    groups = _groups(execution["R_lite"])
+    nranks = sum(group.count() for group in groups)
+    nodelist = _nodelist(execution.get("nodelist"), nranks)
     starttime = _number(execution.get("starttime", 0.0), "starttime")
     expiration = _number(execution.get("expiration", 0.0), "expiration")
     _require(
@@ -275,9 +319,11 @@ def _from_doc(doc: Any) -> ResourceSet:
             isinstance(nslots, int) and not isinstance(nslots, bool) and nslots > 0,
             "R execution.nslots must be a positive integer",
         )
+    ranks = {rank for group in groups for rank in group.rank_list()} if "properties" in execution else set()
     return ResourceSet(
-        nodes=nodes,
-        properties=_properties(execution.get("properties"), set(ordered)),
+        groups=groups,
+        nodelist_text=nodelist,
+        properties=_properties(execution.get("properties"), ranks),
         starttime=starttime,
         expiration=expiration,
         nslots=nslots,

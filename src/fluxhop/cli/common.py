@@ -1,0 +1,69 @@
+"""Pieces shared by the CLI verbs: reading specs, printing objects, warnings."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.render.output import dump_json, dump_yaml
+from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.names import random_name
+
+__all__ = ["echo_objects", "install_warning_printer", "load_spec", "output_option", "target_option"]
+
+
+def install_warning_printer() -> None:
+    """Show each FluxhopWarning as one ``fluxhop: warning:`` line on stderr."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, FluxhopWarning):
+            click.echo(f"fluxhop: warning: {message}", err=True)
+        else:
+            click.echo(f"fluxhop: warning: {category.__name__}: {message}", err=True)
+
+    warnings.showwarning = show  # type: ignore[assignment]
+    warnings.simplefilter("default", FluxhopWarning)
+
+
+def load_spec(path: str, *, name: str | None = None, namespace: str | None = None) -> MiniCluster:
+    """Read a MiniCluster file (``-`` for stdin); flags override its name/namespace."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as err:
+        raise SpecError(f"cannot read {path}: {err.strerror}") from None
+    spec = MiniCluster.from_yaml(text)
+    if not name and spec.metadata.name is None:
+        name = random_name()
+    if name or namespace:
+        spec = spec.renamed(name, namespace)
+    return spec
+
+
+def echo_objects(objects: list[dict[str, Any]], output: str) -> None:
+    click.echo(dump_json(objects) if output == "json" else dump_yaml(objects), nl=False)
+
+
+def target_option(default: str = "job") -> Any:
+    return click.option(
+        "--target",
+        type=click.Choice(["job", "jobset", "minicluster"]),
+        default=default,
+        show_default=True,
+        help="What to create: an Indexed Job (any cluster), a JobSet, or the Flux Operator's MiniCluster.",
+    )
+
+
+def output_option(*names: str) -> Any:
+    return click.option(
+        *names,
+        "output",
+        type=click.Choice(["yaml", "json"]),
+        default="yaml",
+        show_default=True,
+        help="Output format.",
+    )

@@ -1,0 +1,158 @@
+"""``fluxhop run``: create a MiniCluster, run a command in it, clean up.
+
+Flux's flags shape the job (-N nodes, -n tasks, -c cores per task, -g GPUs
+per task); Kubernetes targeting is long-only (--namespace, --context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from fluxhop.cli.app import cli
+from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
+from fluxhop.errors import InputError
+from fluxhop.render import render
+from fluxhop.spec.flags import minicluster_from_flags, parse_env
+from fluxhop.spec.minicluster import MiniCluster
+
+RUN_SETTINGS = {"allow_interspersed_args": False}
+
+
+def spec_from_options(
+    filename: str | None,
+    command: Sequence[str],
+    *,
+    nodes: int | None,
+    ntasks: int | None,
+    cores: int | None,
+    gpus: int | None,
+    image: str | None,
+    workdir: str | None,
+    env: Sequence[str],
+    name: str | None,
+    namespace: str | None,
+    max_size: int | None,
+    gpu_resource: str,
+) -> MiniCluster:
+    """One MiniCluster from either -f FILE or the job flags (not both)."""
+    if filename:
+        shaping = {
+            "-N": nodes,
+            "-n": ntasks,
+            "-c": cores,
+            "-g": gpus,
+            "--image": image,
+            "--workdir": workdir,
+            "--max-size": max_size,
+        }
+        given = [flag for flag, value in shaping.items() if value is not None] + (
+            ["--env"] if env else []
+        )
+        if command or given:
+            raise InputError(
+                f"-f takes the whole job from the file; drop {' '.join(given) or 'the command'}"
+            )
+        return load_spec(filename, name=name, namespace=namespace)
+    if not image:
+        raise InputError(
+            "--image is required (the container image that runs the command), or use -f FILE"
+        )
+    return minicluster_from_flags(
+        list(command),
+        image=image,
+        nodes=nodes or 1,
+        tasks=ntasks,
+        cores_per_task=cores,
+        gpus_per_task=gpus,
+        gpu_resource=gpu_resource,
+        workdir=workdir,
+        env=parse_env(env),
+        name=name,
+        namespace=namespace or "default",
+        max_size=max_size,
+    )
+
+
+def job_options(func):  # type: ignore[no-untyped-def]
+    options = [
+        click.option("-f", "--filename", help="Run a MiniCluster file instead of a command."),
+        click.option("-N", "--nodes", type=int, help="Number of nodes (pods, Flux brokers)."),
+        click.option("-n", "--ntasks", type=int, help="Number of tasks (default: one per node)."),
+        click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
+        click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+        click.option("--image", help="Container image that runs the command."),
+        click.option("--workdir", help="Working directory of the command."),
+        click.option(
+            "--env", multiple=True, metavar="KEY=VALUE", help="Environment variable (repeatable)."
+        ),
+        click.option("--name", help="MiniCluster name (default: a random adjective-noun)."),
+        click.option("--namespace", help="Kubernetes namespace."),
+        click.option("--max-size", type=int, help="Allow scaling up to this many nodes."),
+        click.option(
+            "--gpu-resource",
+            default="nvidia.com/gpu",
+            show_default=True,
+            help="Extended resource name of the GPUs.",
+        ),
+        target_option(),
+        click.option(
+            "--cluster-domain",
+            default="cluster.local",
+            show_default=True,
+            help="The cluster's DNS domain.",
+        ),
+        click.argument("command", nargs=-1, type=click.UNPROCESSED),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@cli.command("run", context_settings=RUN_SETTINGS)
+@job_options
+@click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")
+@output_option("--output")
+def run_command(
+    filename,
+    nodes,
+    ntasks,
+    cores,
+    gpus,
+    image,
+    workdir,
+    env,
+    name,
+    namespace,
+    max_size,
+    gpu_resource,
+    target,
+    cluster_domain,
+    command,
+    dry_run,
+    output,
+) -> int:  # type: ignore[no-untyped-def]
+    """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...)."""
+    spec = spec_from_options(
+        filename,
+        command,
+        nodes=nodes,
+        ntasks=ntasks,
+        cores=cores,
+        gpus=gpus,
+        image=image,
+        workdir=workdir,
+        env=env,
+        name=name,
+        namespace=namespace,
+        max_size=max_size,
+        gpu_resource=gpu_resource,
+    )
+    objects = render(spec, target, cluster_domain=cluster_domain)
+    if dry_run:
+        echo_objects(objects, output)
+        return 0
+    raise InputError(
+        "creating MiniClusters needs the cluster adapter; use --dry-run to print the objects"
+    )

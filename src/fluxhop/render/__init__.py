@@ -1,0 +1,80 @@
+"""Spec in, Kubernetes objects out: pure and deterministic (no I/O; the same
+spec and certificate give the same bytes).
+
+Targets:
+
+* ``job`` (default): Indexed Job, headless Service, ConfigMap, Secret and a
+  NetworkPolicy - plain objects that work on any cluster;
+* ``jobset``: the same pods in a JobSet;
+* ``minicluster``: the Flux Operator's MiniCluster resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fluxhop.errors import SpecError
+from fluxhop.flux.curve import CurveCert
+from fluxhop.render.bundle import Bundle, Layout, build_bundle
+from fluxhop.render.job import indexed_job
+from fluxhop.render.jobset import host_prefix, jobset
+from fluxhop.render.objects import config_map, curve_secret, headless_service, network_policy
+from fluxhop.render.operator import minicluster_resource
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = ["TARGETS", "Target", "bundle_for", "render"]
+
+Target = Literal["job", "jobset", "minicluster"]
+TARGETS: tuple[str, ...] = ("job", "jobset", "minicluster")
+
+
+def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
+    if cert is not None:
+        return cert
+    if spec.spec.flux.curve_cert:
+        return CurveCert.from_zpl(spec.spec.flux.curve_cert)
+    return CurveCert.generate(spec.name)
+
+
+def bundle_for(
+    spec: MiniCluster,
+    target: str = "job",
+    *,
+    cert: CurveCert | None = None,
+    cluster_domain: str = "cluster.local",
+) -> Bundle:
+    """The Flux bootstrap bundle for the pods ``target`` creates."""
+    prefix = host_prefix(spec.name) if target == "jobset" else f"{spec.name}-"
+    longest = f"{prefix}{spec.spec.max_nodes - 1}"
+    if len(longest) > 63:
+        raise SpecError(
+            f"metadata.name {spec.name!r} is too long for target {target}: pod host name "
+            f"{longest!r} would exceed 63 characters; use a shorter name"
+        )
+    layout = Layout(prefix, spec.headless_name, spec.namespace, cluster_domain)
+    return build_bundle(spec, layout, _cert(spec, cert))
+
+
+def render(
+    spec: MiniCluster,
+    target: str = "job",
+    *,
+    cert: CurveCert | None = None,
+    cluster_domain: str = "cluster.local",
+) -> list[dict[str, Any]]:
+    """Render ``spec`` for ``target``, in an order ``kubectl apply`` can use.
+
+    ``cert`` pins the CURVE certificate (a fresh one is generated otherwise,
+    unless the spec carries ``flux.curveCert``).
+    """
+    if target not in TARGETS:
+        raise SpecError(f"target {target!r} is not one of {', '.join(TARGETS)}")
+    if target == "minicluster":
+        return [minicluster_resource(spec)]
+    bundle = bundle_for(spec, target, cert=cert, cluster_domain=cluster_domain)
+    objects = [config_map(spec, bundle), curve_secret(spec, bundle)]
+    if target == "job":
+        objects += [headless_service(spec), network_policy(spec), indexed_job(spec, bundle)]
+    else:
+        objects += [network_policy(spec), jobset(spec, bundle)]
+    return objects

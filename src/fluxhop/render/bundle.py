@@ -1,0 +1,199 @@
+"""The Flux bootstrap bundle of a MiniCluster, independent of the workload kind.
+
+Given the host names the pods will really have (an Indexed Job names them
+``<name>-<i>``, a JobSet ``<name>-node-0-<i>``), this computes everything the
+brokers need: ``broker.toml``, R, the hostlist, the certificate, the pod
+scripts and the entrypoint's argv. Kubernetes objects are built around it by
+the target modules; the local backend rewrites only what must differ on one
+host.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from fluxhop.flux.broker import BrokerConfig
+from fluxhop.flux.curve import CurveCert
+from fluxhop.flux.resources import ResourceSet
+from fluxhop.render.scripts import (
+    CONFIG_DIR,
+    EntrypointParams,
+    connect_script,
+    entrypoint_script,
+    init_script,
+)
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = ["BROKER_PORT", "Bundle", "Layout", "build_bundle", "flux_run_args", "k8s_escape"]
+
+BROKER_PORT = 8050
+DEFAULT_TOPOLOGY = "kary:256"  # the Flux Operator's -Stbon.fanout=256
+COMMAND_FILES = ("init", "pre", "broker_pre", "worker_pre", "post", "script")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the pods live: their host names and how peers resolve them."""
+
+    host_prefix: str
+    subdomain: str
+    namespace: str
+    cluster_domain: str = "cluster.local"
+
+    def hostlist(self, count: int) -> str:
+        """The ``count`` host names as one RFC 29 hostlist, e.g. ``demo-[0-3]``."""
+        return f"{self.host_prefix}0" if count == 1 else f"{self.host_prefix}[0-{count - 1}]"
+
+    def connect_template(self) -> str:
+        # Peers resolve only as <host>.<subdomain>..., never by bare host name.
+        return f"tcp://%h.{self.subdomain}.{self.namespace}.svc.{self.cluster_domain}:%p"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    hostlist: str
+    broker: BrokerConfig
+    resources: ResourceSet | None
+    cert: CurveCert
+    config_files: dict[str, str] = field(default_factory=dict)  # ConfigMap key -> text
+    config_paths: dict[str, str] = field(default_factory=dict)  # ConfigMap key -> mounted path
+    container_args: list[str] = field(default_factory=list)
+
+
+def k8s_escape(word: str) -> str:
+    """Protect a command word from Kubernetes' ``$(VAR)`` expansion.
+
+    The kubelet expands ``$(VAR)`` in command and args and reduces ``$$`` to
+    ``$``; doubling every ``$`` makes the container receive the word exactly.
+    """
+    return word.replace("$", "$$")
+
+
+def _tasks_per_node(tasks: int, size: int) -> int:
+    return max(1, math.ceil(tasks / size)) if tasks else 1
+
+
+def flux_run_args(spec: MiniCluster, gpus_per_node: int) -> list[str]:
+    """``flux run`` flags: the Flux Operator's -N/-n rule plus optionFlags."""
+    body = spec.spec
+    args: list[str]
+    if body.tasks == 0:
+        args = ["-N", str(body.size)]
+    elif body.tasks >= body.size:
+        args = ["-N", str(body.size), "-n", str(body.tasks)]
+    else:
+        args = ["-n", str(body.tasks)]
+    extra = body.flux.option_words()
+    gpu_flags = {"-g", "--gpus-per-task"}
+    mentions_gpus = any(w in gpu_flags or w.startswith(("-g", "--gpus-per-task=")) for w in extra)
+    if gpus_per_node and not mentions_gpus:
+        per_task = gpus_per_node // _tasks_per_node(body.tasks, body.size)
+        if per_task:
+            args += ["-g", str(per_task)]
+    if body.logging.debug:
+        args.append("-vvv")
+    return args + extra
+
+
+def _broker_args(spec: MiniCluster) -> list[str]:
+    body = spec.spec
+    level = 0 if body.logging.quiet else body.flux.log_level
+    args = [f"-Slog-stderr-level={level}", "-Slog-stderr-mode=local"]
+    if body.min_size is not None:
+        args.append(f"-Sbroker.quorum={body.min_size}")
+    elif body.size < body.max_nodes:
+        args.append(f"-Sbroker.quorum={body.size}")
+    if body.logging.zeromq:
+        args.append("-Stbon.zmqdebug=1")
+    return args
+
+
+def _cores_per_node(spec: MiniCluster) -> int | None:
+    cpu = spec.spec.flux_container.resources.cpu()
+    if cpu is None:
+        return None
+    return max(1, math.floor(cpu))
+
+
+def _container_args(spec: MiniCluster) -> list[str]:
+    body = spec.spec
+    lead = body.flux_container
+    if body.interactive and not lead.launcher:
+        return []
+    if lead.commands.script:
+        return ["/bin/bash", f"{CONFIG_DIR}/commands/script.sh"]
+    return [k8s_escape(word) for word in lead.command or []]
+
+
+def build_bundle(spec: MiniCluster, layout: Layout, cert: CurveCert) -> Bundle:
+    body = spec.spec
+    flux = body.flux
+    root = flux.container.mount_path
+    hosts = layout.hostlist(body.max_nodes)
+    cores = _cores_per_node(spec)
+    gpus = body.flux_container.resources.gpus()
+    resources = ResourceSet.from_nodes(hosts, cores=cores, gpus=gpus) if cores else None
+    device = flux.network_device or "*"
+    broker = BrokerConfig(
+        hosts=hosts,
+        curve_cert=f"{root}/run/curve.cert",
+        default_port=BROKER_PORT,
+        default_bind=f"tcp://{device}:%p",
+        default_connect=layout.connect_template(),
+        topo=flux.topology or DEFAULT_TOPOLOGY,
+        connect_timeout=flux.connect_timeout or None,
+        resource_path=f"{CONFIG_DIR}/R" if resources else f"{root}/run/R",
+        access={"allow-guest-user": True, "allow-root-owner": True},
+        queue_policy=None if flux.scheduler.simple else (flux.scheduler.queue_policy or "fcfs"),
+    )
+    lead = body.flux_container
+    params = EntrypointParams(
+        name=spec.name,
+        host_prefix=layout.host_prefix,
+        max_nodes=body.max_nodes,
+        flux_root=root,
+        view_enabled=not flux.container.disable,
+        view_name=flux.container.name,
+        scheduler_simple=flux.scheduler.simple,
+        quiet=body.logging.quiet,
+        strict=body.logging.strict,
+        interactive=body.interactive and not lead.launcher,
+        launcher=lead.launcher,
+        detect_cores=resources is None,
+        gpus_per_node=gpus,
+        broker_args=_broker_args(spec),
+        flux_run_args=flux_run_args(spec, gpus),
+    )
+    files = {
+        "entrypoint.sh": entrypoint_script(params),
+        "connect.sh": connect_script(spec.name, root),
+        "broker.toml": broker.to_toml(),
+        "hostlist": hosts + "\n",
+    }
+    paths = {
+        "entrypoint.sh": "entrypoint.sh",
+        "connect.sh": "connect.sh",
+        "broker.toml": "broker/broker.toml",
+        "hostlist": "hostlist",
+    }
+    if not flux.container.disable:
+        files["init.sh"] = init_script(spec.name, root)
+        paths["init.sh"] = "init.sh"
+    if resources is not None:
+        files["R"] = resources.to_json() + "\n"
+        paths["R"] = "R"
+    for command in COMMAND_FILES:
+        text = getattr(lead.commands, command)
+        if text:
+            files[f"commands.{command}.sh"] = text if text.endswith("\n") else text + "\n"
+            paths[f"commands.{command}.sh"] = f"commands/{command}.sh"
+    return Bundle(
+        hostlist=hosts,
+        broker=broker,
+        resources=resources,
+        cert=cert,
+        config_files=files,
+        config_paths=paths,
+        container_args=_container_args(spec),
+    )

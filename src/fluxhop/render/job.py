@@ -1,0 +1,55 @@
+"""Target ``job``: an Indexed Job, the workload that needs no operator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluxhop.render.bundle import Bundle
+from fluxhop.render.objects import metadata
+from fluxhop.render.pod import pod_template
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = ["indexed_job", "job_spec"]
+
+
+def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
+    """The batch/v1 JobSpec shared by the Job and the JobSet targets.
+
+    * parallelism = completions = size: rank 0 waits for every rank, so fewer
+      pods than ranks would hang it; scaling patches both (elastic Indexed Job).
+    * successPolicy on index 0: the job is done when rank 0 is, even if a
+      worker lingers.
+    * backoffLimit 0 with restartPolicy Never: a failed job fails the Job
+      instead of restarting pods forever; disruptions (evictions, preemption)
+      do not count, so a lost worker pod is replaced and rejoins.
+    """
+    body = spec.spec
+    out: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": body.size,
+        "parallelism": body.size,
+        "backoffLimit": body.backoff_limit or 0,
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
+        },
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
+        "activeDeadlineSeconds": body.deadline_seconds,
+    }
+    if body.cleanup:
+        out["ttlSecondsAfterFinished"] = 0
+    out["template"] = pod_template(spec, bundle, subdomain=subdomain)
+    return out
+
+
+def indexed_job(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(spec, spec.name, spec.spec.job_labels),
+        "spec": job_spec(spec, bundle, subdomain=spec.headless_name),
+    }

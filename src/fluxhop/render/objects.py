@@ -1,0 +1,130 @@
+"""The Kubernetes objects around the pods: labels, ConfigMap, Secret, the
+headless Service and the NetworkPolicy that guards the broker port."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from fluxhop.render.bundle import BROKER_PORT, Bundle
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = [
+    "MANAGED_BY",
+    "MINICLUSTER_LABEL",
+    "common_labels",
+    "config_map",
+    "config_map_name",
+    "curve_secret",
+    "curve_secret_name",
+    "headless_service",
+    "metadata",
+    "network_policy",
+]
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MINICLUSTER_LABEL = "fluxhop.io/minicluster"
+
+
+def common_labels(spec: MiniCluster) -> dict[str, str]:
+    """Labels on every object fluxhop renders (user labels first, ours win)."""
+    return {**spec.metadata.labels, MANAGED_BY: "fluxhop", MINICLUSTER_LABEL: spec.name}
+
+
+def selector(spec: MiniCluster) -> dict[str, str]:
+    return {MINICLUSTER_LABEL: spec.name}
+
+
+def metadata(
+    spec: MiniCluster, name: str, extra_labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": spec.namespace,
+        "labels": {**(extra_labels or {}), **common_labels(spec)},
+    }
+    if spec.metadata.annotations:
+        meta["annotations"] = dict(spec.metadata.annotations)
+    return meta
+
+
+def config_map_name(spec: MiniCluster) -> str:
+    return f"{spec.name}-flux-config"
+
+
+def curve_secret_name(spec: MiniCluster) -> str:
+    return f"{spec.name}-flux-curve"
+
+
+def config_map(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(spec, config_map_name(spec)),
+        "data": dict(bundle.config_files),
+    }
+
+
+def curve_secret(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
+    encoded = base64.b64encode(bundle.cert.to_zpl().encode()).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(spec, curve_secret_name(spec)),
+        "type": "Opaque",
+        "data": {"curve.cert": encoded},
+    }
+
+
+def headless_service(spec: MiniCluster) -> dict[str, Any]:
+    """DNS for the brokers: ``<host>.<headless>.<ns>.svc.<domain>``.
+
+    ``publishNotReadyAddresses`` makes the records exist before readiness, so
+    brokers resolve each other while they bootstrap.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(spec, spec.headless_name),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": selector(spec),
+            "ports": [
+                {
+                    "name": "flux-broker",
+                    "port": BROKER_PORT,
+                    "targetPort": BROKER_PORT,
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+
+
+def network_policy(spec: MiniCluster) -> dict[str, Any]:
+    """Open the broker port to this MiniCluster's pods only.
+
+    A policy that selects pods denies every ingress it does not allow, so the
+    second rule keeps all other ports (MPI, services users run) open as before;
+    only the broker port is restricted.
+    """
+    others = [
+        {"protocol": "TCP", "port": 1, "endPort": BROKER_PORT - 1},
+        {"protocol": "TCP", "port": BROKER_PORT + 1, "endPort": 65535},
+        {"protocol": "UDP"},
+        {"protocol": "SCTP"},
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(spec, f"{spec.name}-flux-broker"),
+        "spec": {
+            "podSelector": {"matchLabels": selector(spec)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [{"podSelector": {"matchLabels": selector(spec)}}]},
+                {"ports": others},
+            ],
+        },
+    }

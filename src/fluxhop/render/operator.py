@@ -1,0 +1,69 @@
+"""Target ``minicluster``: the Flux Operator's own custom resource.
+
+For clusters that run the Flux Operator: the operator builds the pods, the
+scripts and the certificate itself (its certificate lives in a ConfigMap,
+its defect, so the ``job`` target is the safer default). Operator features
+that fluxhop's own pods lack (batch, services, ...) are passed on, so they
+still work there; legacy v1alpha1 fields that the API server would prune and
+fluxhop-only fields are left out. Commands go back to the operator's string
+form, quoted so its shell splits them into the same words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+import warnings
+from typing import Any
+
+from fluxhop.errors import FluxhopWarning
+from fluxhop.render.objects import common_labels
+from fluxhop.spec.minicluster import API_VERSION, MiniCluster
+
+__all__ = ["minicluster_resource"]
+
+
+def _put(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    node: Any = doc
+    for part, following in itertools.pairwise(path):
+        if isinstance(node, list):
+            node = node[part]
+            continue
+        if part not in node:
+            node[part] = [] if isinstance(following, int) else {}
+        node = node[part]
+    node[path[-1]] = value
+
+
+def _document(spec: MiniCluster) -> dict[str, Any]:
+    doc = spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+    doc.setdefault("spec", {})["size"] = spec.spec.size  # explicit even when it is the default
+    for path, value in spec.operator_extras:
+        _put(doc, path, value)
+    return doc
+
+
+def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
+    body: dict[str, Any] = _document(spec)["spec"]
+    for group in ("containers", "services"):
+        for container in body.get(group, []):
+            if isinstance(container.get("command"), list):
+                container["command"] = shlex.join(container["command"])
+    flux = body.get("flux") or {}
+    if flux.pop("networkDevice", None) is not None:
+        warnings.warn(
+            "spec.flux.networkDevice is a fluxhop extension the Flux Operator does not know; "
+            "it is left out of the MiniCluster resource",
+            FluxhopWarning,
+            stacklevel=2,
+        )
+    if "flux" in body and not flux:
+        del body["flux"]
+    meta: dict[str, Any] = {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "labels": common_labels(spec),
+    }
+    if spec.metadata.annotations:
+        meta["annotations"] = dict(spec.metadata.annotations)
+    return {"apiVersion": API_VERSION, "kind": "MiniCluster", "metadata": meta, "spec": body}

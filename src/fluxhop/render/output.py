@@ -1,0 +1,45 @@
+"""Rendered objects as YAML or JSON text: stable, readable, no YAML aliases.
+
+Multi-line strings (the pod scripts, broker.toml) are written as literal
+blocks so that ``fluxhop render`` output reads like hand-written YAML.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+__all__ = ["dump_json", "dump_yaml"]
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value and not any(ch in value for ch in "\t\r") and value == value.rstrip(" "):
+        lines = value.split("\n")
+        if all(line == line.rstrip(" ") for line in lines):
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(objects: Iterable[dict[str, Any]]) -> str:
+    return yaml.dump_all(
+        list(objects), Dumper=_Dumper, sort_keys=False, width=100, explicit_start=True
+    )
+
+
+def dump_json(objects: Iterable[dict[str, Any]]) -> str:
+    items = list(objects)
+    document: Any = (
+        items[0] if len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": items}
+    )
+    return json.dumps(document, indent=2) + "\n"

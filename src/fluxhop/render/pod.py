@@ -1,0 +1,299 @@
+"""The pod template every MiniCluster pod is made from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluxhop.errors import SpecError
+from fluxhop.render.bundle import BROKER_PORT, Bundle, k8s_escape
+from fluxhop.render.objects import (
+    MINICLUSTER_LABEL,
+    common_labels,
+    config_map_name,
+    curve_secret_name,
+)
+from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR
+from fluxhop.spec.minicluster import Container, ContainerVolume, MiniCluster
+
+__all__ = ["pod_template"]
+
+CONFIG_VOLUME = "fluxhop-config"
+CURVE_VOLUME = "fluxhop-curve"
+SHM_VOLUME = "fluxhop-shm"
+READ_ONLY_FILES = 0o444
+OWNER_READ_ONLY = 0o400
+
+
+def _env(container: Container, extra: dict[str, str]) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": k, "value": v} for k, v in {**extra, **container.environment}.items()
+    ]
+    for name, ref in container.secrets.items():
+        env.append(
+            {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+        )
+    return env
+
+
+def _resources(container: Container) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if container.resources.limits:
+        out["limits"] = {k: str(v) for k, v in container.resources.limits.items()}
+    if container.resources.requests:
+        out["requests"] = {k: str(v) for k, v in container.resources.requests.items()}
+    return out
+
+
+def _user_volume(name: str, volume: ContainerVolume) -> dict[str, Any]:
+    """Pod volume for a ContainerVolume, with the Flux Operator's precedence."""
+    if volume.csi_driver:
+        csi: dict[str, Any] = {"driver": volume.csi_driver, "readOnly": volume.read_only}
+        if volume.csi_driver_attributes:
+            csi["volumeAttributes"] = dict(volume.csi_driver_attributes)
+        return {"name": name, "csi": csi}
+    if volume.secret_name:
+        return {"name": name, "secret": {"secretName": volume.secret_name}}
+    if volume.empty_dir:
+        empty: dict[str, Any] = {}
+        if (volume.empty_dir_medium or "").lower() == "memory":
+            empty["medium"] = "Memory"
+        if volume.empty_dir_size_limit:
+            empty["sizeLimit"] = volume.empty_dir_size_limit
+        return {"name": name, "emptyDir": empty}
+    if volume.host_path:
+        return {"name": name, "hostPath": {"path": volume.host_path, "type": "Directory"}}
+    if volume.config_map_name:
+        config: dict[str, Any] = {"name": volume.config_map_name}
+        if volume.items:
+            config["items"] = [{"key": k, "path": p} for k, p in volume.items.items()]
+        return {"name": name, "configMap": config}
+    if volume.claim_name:
+        return {
+            "name": name,
+            "persistentVolumeClaim": {"claimName": volume.claim_name, "readOnly": volume.read_only},
+        }
+    # A volume with only a path: a scratch directory the pod's containers share.
+    return {"name": name, "emptyDir": {}}
+
+
+def _mount_path(volume: ContainerVolume) -> str:
+    # An emptyDir without a path is the Flux Operator's /dev/shm for MPI.
+    return volume.path or "/dev/shm"
+
+
+def _volume_mounts(container: Container) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "mountPath": _mount_path(volume), "readOnly": volume.read_only}
+        for name, volume in container.volumes.items()
+    ]
+
+
+def _flux_mounts(spec: MiniCluster) -> list[dict[str, Any]]:
+    return [
+        {"name": spec.spec.flux.container.name, "mountPath": spec.spec.flux.container.mount_path},
+        {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+    ]
+
+
+def _lifecycle(container: Container) -> dict[str, Any] | None:
+    hooks: dict[str, Any] = {}
+    if container.life_cycle.post_start_exec:
+        hooks["postStart"] = {
+            "exec": {"command": ["/bin/sh", "-c", container.life_cycle.post_start_exec]}
+        }
+    if container.life_cycle.pre_stop_exec:
+        hooks["preStop"] = {
+            "exec": {"command": ["/bin/sh", "-c", container.life_cycle.pre_stop_exec]}
+        }
+    return hooks or None
+
+
+def _container_common(container: Container) -> dict[str, Any]:
+    out: dict[str, Any] = {"image": container.image}
+    policy = container.pull_policy()
+    if policy:
+        out["imagePullPolicy"] = policy
+    if container.working_dir:
+        out["workingDir"] = container.working_dir
+    resources = _resources(container)
+    if resources:
+        out["resources"] = resources
+    if container.security_context:
+        out["securityContext"] = container.security_context.wire()
+    lifecycle = _lifecycle(container)
+    if lifecycle:
+        out["lifecycle"] = lifecycle
+    return out
+
+
+def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
+    lead = spec.spec.flux_container
+    out = {"name": spec.name, **_container_common(lead)}
+    out["command"] = ["/bin/bash", f"{CONFIG_DIR}/entrypoint.sh"]
+    if bundle.container_args:
+        out["args"] = list(bundle.container_args)
+    env = _env(lead, dict(spec.spec.flux.environment))
+    if env:
+        out["env"] = env
+    ports = [{"name": "flux-broker", "containerPort": BROKER_PORT, "protocol": "TCP"}]
+    ports += [{"containerPort": p, "protocol": "TCP"} for p in lead.ports if p != BROKER_PORT]
+    out["ports"] = ports
+    mounts = [*_flux_mounts(spec), {"name": CURVE_VOLUME, "mountPath": CURVE_DIR, "readOnly": True}]
+    user = _volume_mounts(lead)
+    if not any(m["mountPath"] == "/dev/shm" for m in user):
+        mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    out["volumeMounts"] = mounts + user
+    # keep keys in a stable, readable order
+    return out
+
+
+def _sidecar(spec: MiniCluster, container: Container) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": container.name, **_container_common(container)}
+    if container.command:
+        out["command"] = [k8s_escape(word) for word in container.command]
+    env = _env(container, {})
+    if env:
+        out["env"] = env
+    if container.ports:
+        out["ports"] = [{"containerPort": p, "protocol": "TCP"} for p in container.ports]
+    out["volumeMounts"] = [*_flux_mounts(spec), *_volume_mounts(container)]
+    return out
+
+
+def _init_container(spec: MiniCluster) -> dict[str, Any]:
+    view = spec.spec.flux.container
+    out: dict[str, Any] = {
+        "name": view.name,
+        "image": view.image,
+        "imagePullPolicy": "Always" if view.pull_always else "IfNotPresent",
+        "command": ["/bin/bash", f"{CONFIG_DIR}/init.sh"],
+        "volumeMounts": _flux_mounts(spec),
+    }
+    if view.working_dir:
+        out["workingDir"] = view.working_dir
+    limits = {k: str(v) for k, v in view.resources.limits.items()}
+    requests = {k: str(v) for k, v in view.resources.requests.items()}
+    if limits or requests:
+        out["resources"] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    if view.security_context:
+        out["securityContext"] = view.security_context.wire()
+    return out
+
+
+def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
+    view = spec.spec.flux.container
+    volumes: list[dict[str, Any]] = [
+        {"name": view.name, "emptyDir": {}},
+        {
+            "name": CONFIG_VOLUME,
+            "configMap": {
+                "name": config_map_name(spec),
+                "defaultMode": READ_ONLY_FILES,
+                "items": [{"key": key, "path": path} for key, path in bundle.config_paths.items()],
+            },
+        },
+        {
+            "name": CURVE_VOLUME,
+            "secret": {"secretName": curve_secret_name(spec), "defaultMode": OWNER_READ_ONLY},
+        },
+    ]
+    lead_mounts = _volume_mounts(spec.spec.flux_container)
+    if not any(m["mountPath"] == "/dev/shm" for m in lead_mounts):
+        volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
+    reserved = {v["name"] for v in volumes}
+    seen: set[str] = set()
+    for container in spec.spec.containers:
+        for name, volume in container.volumes.items():
+            if name in reserved:
+                raise SpecError(
+                    f"volume name {name!r} is used by fluxhop itself; rename the volume"
+                )
+            if name not in seen:
+                seen.add(name)
+                volumes.append(_user_volume(name, volume))
+    return volumes
+
+
+def _affinity(spec: MiniCluster) -> dict[str, Any] | None:
+    pod = spec.spec.pod
+    affinity: dict[str, Any] = {}
+    if not spec.spec.network.disable_affinity:
+        # Soft rules, as the Flux Operator sets them: one zone, one pod per node.
+        def preferred(topology_key: str) -> dict[str, Any]:
+            term = {
+                "labelSelector": {"matchLabels": {MINICLUSTER_LABEL: spec.name}},
+                "topologyKey": topology_key,
+            }
+            return {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "podAffinityTerm": term}
+                ]
+            }
+
+        affinity["podAffinity"] = preferred("topology.kubernetes.io/zone")
+        affinity["podAntiAffinity"] = preferred("kubernetes.io/hostname")
+    if pod.node_affinity:
+        expressions = [
+            {"key": key, "operator": "In", "values": list(values)}
+            for key, values in pod.node_affinity.items()
+        ]
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
+    return affinity or None
+
+
+def _security_context(spec: MiniCluster) -> dict[str, Any] | None:
+    """The pod security context; a non-root pod gets an fsGroup so that its
+    user can read the CURVE Secret (mounted 0400, group-readable via fsGroup)."""
+    pod = spec.spec.pod.security_context
+    context = pod.wire() if pod else {}
+    lead = spec.spec.flux_container.security_context
+    user = lead.run_as_user if lead and lead.run_as_user is not None else context.get("runAsUser")
+    group = (
+        lead.run_as_group if lead and lead.run_as_group is not None else context.get("runAsGroup")
+    )
+    if user not in (None, 0) and "fsGroup" not in context:
+        context["fsGroup"] = group if group not in (None, 0) else user
+    return context or None
+
+
+def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
+    """The pod template; ``subdomain`` is None when the workload sets it (JobSet)."""
+    pod = spec.spec.pod
+    labels = {**pod.labels, **common_labels(spec), "app.kubernetes.io/name": spec.name}
+    template_meta: dict[str, Any] = {"labels": labels}
+    if pod.annotations:
+        template_meta["annotations"] = dict(pod.annotations)
+    body: dict[str, Any] = {"restartPolicy": "Never"}
+    if subdomain:
+        body["subdomain"] = subdomain
+    if not spec.spec.flux.container.disable:
+        body["initContainers"] = [_init_container(spec)]
+    body["containers"] = [
+        _flux_container(spec, bundle),
+        *(_sidecar(spec, c) for c in spec.spec.sidecars),
+    ]
+    body["volumes"] = _volumes(spec, bundle)
+    secrets = sorted({c.image_pull_secret for c in spec.spec.containers if c.image_pull_secret})
+    if secrets:
+        body["imagePullSecrets"] = [{"name": s} for s in secrets]
+    optional = {
+        "serviceAccountName": pod.service_account_name,
+        "automountServiceAccountToken": pod.automount_service_account_token,
+        "schedulerName": pod.scheduler_name,
+        "runtimeClassName": pod.runtime_class_name,
+        "dnsPolicy": pod.dns_policy,
+        "nodeSelector": dict(pod.node_selector) or None,
+        "tolerations": [t.model_dump(by_alias=True, exclude_none=True) for t in pod.tolerations]
+        or None,
+        "affinity": _affinity(spec),
+        "securityContext": _security_context(spec),
+        "hostIPC": pod.host_ipc or None,
+        "hostPID": pod.host_pid or None,
+        "shareProcessNamespace": spec.spec.share_process_namespace or None,
+    }
+    body.update({key: value for key, value in optional.items() if value is not None})
+    return {"metadata": template_meta, "spec": body}

@@ -1,0 +1,219 @@
+# --- fluxhop entrypoint: the same script runs in every pod -------------------
+#
+# Rank 0 runs the user's command under `flux start ... flux run`, with the
+# command's argv passed through untouched ("$@"), and exits with the job's exit
+# code. The other ranks start a broker with no initial program and wait in
+# join (ZeroMQ retries the connection by itself); after an abnormal exit they
+# restart with a short, bounded backoff, and they exit 0 when the instance
+# shuts down normally.
+#
+# Directories can be moved with FLUXHOP_CONFIG_DIR, FLUXHOP_CURVE_DIR,
+# FLUXHOP_FLUX_ROOT and FLUXHOP_BROKER_CONFIG; FLUXHOP_RANK and
+# FLUXHOP_HOSTNAME override the rank and the broker's host name (flux-core
+# 0.82+ -Shostname), which is how fluxhop runs several brokers on one host;
+# FLUXHOP_MAX_RESTARTS bounds the restarts of a worker broker.
+
+set -euo pipefail
+
+# Flux's rc scripts run bash, and bash sources ~/.bashrc when SHLVL is unset
+# (or 0); a heavy .bashrc (conda, pyenv) then slows or hangs the broker's
+# bootstrap. bash lowers SHLVL in a child it execs, so the broker is started
+# with an explicit SHLVL (run_broker).
+export SHLVL="${SHLVL:-1}"
+
+config_dir="${FLUXHOP_CONFIG_DIR:-$default_config_dir}"
+curve_dir="${FLUXHOP_CURVE_DIR:-$default_curve_dir}"
+flux_root="${FLUXHOP_FLUX_ROOT:-$default_flux_root}"
+max_restarts="${FLUXHOP_MAX_RESTARTS:-$max_restarts}"
+broker_config="${FLUXHOP_BROKER_CONFIG:-$config_dir/broker}"
+view="$flux_root/view"
+runtime="$flux_root/run"
+
+say() {
+    if [ "$quiet" != 1 ]; then printf 'fluxhop: %s\n' "$*" >&2; fi
+}
+
+die() {
+    printf 'fluxhop: error: %s\n' "$*" >&2
+    exit 1
+}
+
+run_snippet() {
+    # Source commands.<name> from the config map in this shell, so that its
+    # exports reach the broker. logging.strict makes a failure fatal.
+    local file="$config_dir/commands/$1.sh"
+    [ -f "$file" ] || return 0
+    say "running commands.$1"
+    if [ "$strict" = 1 ]; then
+        # shellcheck disable=SC1090
+        . "$file"
+    else
+        set +eu
+        # shellcheck disable=SC1090
+        . "$file"
+        local status=$?
+        set -eu
+        if [ "$status" != 0 ]; then
+            say "commands.$1 exited with status $status; continuing (set logging.strict to stop)"
+        fi
+    fi
+}
+
+find_flux() {
+    if [ "$view_enabled" = 1 ]; then
+        [ -x "$view/bin/flux" ] || die "no flux in $view/bin: the $view_name init container did not provide one"
+        export PATH="$PATH:$view/bin"
+        if [ -d "$flux_root/software" ]; then
+            # The view's files are links into /opt/software: put its targets back.
+            if ! { mkdir -p /opt/software && cp -a "$flux_root/software/." /opt/software/; } 2>/dev/null; then
+                die "cannot write /opt/software as $(id -un); the Flux view needs it (run as root or use an image with Flux and flux.container.disable)"
+            fi
+        fi
+        # Load Fluxion as the view's Spack packages set it up: rc scripts from
+        # <prefix>/etc/flux/rc1.d, modules from <prefix>/lib/flux/modules/sched.
+        if [ "$scheduler_simple" != 1 ] && [ -d "$view/etc/flux/rc1.d" ]; then
+            export FLUX_RC_EXTRA="$view/etc/flux"
+            if [ -d "$view/lib/flux/modules/sched" ]; then
+                export FLUX_MODULE_PATH_PREPEND="$view/lib/flux/modules/sched${FLUX_MODULE_PATH_PREPEND:+:$FLUX_MODULE_PATH_PREPEND}"
+            fi
+        fi
+        flux_bin="$view/bin/flux"
+    else
+        flux_bin=$(command -v flux) ||
+            die "flux is not on PATH in this image; enable the Flux view (drop flux.container.disable)"
+    fi
+}
+
+install_cert() {
+    # Flux refuses a certificate that group or others can read, and the copy
+    # must belong to whoever runs the broker: make a private copy.
+    local target="$runtime/curve.cert"
+    rm -f "$target"
+    cp "$curve_dir/curve.cert" "$target" 2>/dev/null ||
+        die "cannot read $curve_dir/curve.cert as $(id -un) (uid $(id -u)); for a non-root pod set securityContext.fsGroup"
+    chmod 0400 "$target"
+}
+
+write_resources() {
+    # Only when the spec declared no CPU count: count this pod's CPUs once and
+    # describe every node alike (so the nodes must be alike).
+    [ "$detect_cores" = 1 ] || return 0
+    local cores gpus_flag=()
+    cores=$(nproc)
+    if [ "$gpus_per_node" -gt 0 ]; then gpus_flag=("--gpus=0-$((gpus_per_node - 1))"); fi
+    "$flux_bin" R encode --hosts="$(cat "$config_dir/hostlist")" --cores="0-$((cores - 1))" \
+        ${gpus_flag[@]+"${gpus_flag[@]}"} >"$runtime/R.new"
+    mv "$runtime/R.new" "$runtime/R"
+    say "resources: $cores cores per node (detected with nproc)"
+}
+
+write_env() {
+    # For people who exec into the pod: `. $runtime/env.sh` gives them flux.
+    {
+        printf 'export PATH=%q\n' "$PATH"
+        printf 'export FLUX_URI=%q\n' "local://$runtime/broker/local-$rank"
+        if [ -n "${FLUX_RC_EXTRA:-}" ]; then printf 'export FLUX_RC_EXTRA=%q\n' "$FLUX_RC_EXTRA"; fi
+        if [ -n "${FLUX_MODULE_PATH_PREPEND:-}" ]; then
+            printf 'export FLUX_MODULE_PATH_PREPEND=%q\n' "$FLUX_MODULE_PATH_PREPEND"
+        fi
+        printf 'flux_bin=%q\n' "$flux_bin"
+    } >"$runtime/env.sh"
+}
+
+terminating=0
+run_broker() {
+    # Run `flux start` in the background and pass TERM/INT on to it: bash as
+    # PID 1 would otherwise ignore the pod's SIGTERM.
+    env SHLVL="$SHLVL" "$flux_bin" start ${broker_args[@]+"${broker_args[@]}"} "$@" &
+    local child=$!
+    trap 'terminating=1; kill -TERM "$child" 2>/dev/null || true' TERM INT
+    local status=0
+    while :; do
+        status=0
+        wait "$child" || status=$?
+        kill -0 "$child" 2>/dev/null || break
+    done
+    trap - TERM INT
+    return "$status"
+}
+
+run_lead() {
+    run_snippet broker_pre
+    local program=()
+    if [ "$interactive" = 1 ] || [ "$#" = 0 ]; then
+        broker_args+=(-Sbroker.rc2_none=1)
+        say "interactive instance: connect with 'bash $config_dir/connect.sh' in this pod"
+    elif [ "$launcher" = 1 ]; then
+        program=("$@")
+    else
+        program=("$flux_bin" run ${flux_run_args[@]+"${flux_run_args[@]}"} "$@")
+    fi
+    local status=0
+    run_broker ${program[@]+"${program[@]}"} || status=$?
+    say "instance finished with exit status $status"
+    return "$status"
+}
+
+run_worker() {
+    run_snippet worker_pre
+    local attempt=0 status delay
+    while :; do
+        status=0
+        run_broker || status=$?
+        if [ "$status" = 0 ]; then
+            say "instance shut down; worker done"
+            return 0
+        fi
+        if [ "$terminating" = 1 ]; then
+            return "$status"
+        fi
+        attempt=$((attempt + 1))
+        if [ "$attempt" -gt "$max_restarts" ]; then
+            printf 'fluxhop: error: broker exited with status %s %s times; giving up\n' "$status" "$attempt" >&2
+            return "$status"
+        fi
+        delay=$((attempt < 4 ? 1 << (attempt - 1) : 8))
+        say "broker exited with status $status; restart $attempt of $max_restarts in ${delay}s"
+        sleep "$delay"
+    done
+}
+
+main() {
+    run_snippet init
+    rank="${FLUXHOP_RANK:-${JOB_COMPLETION_INDEX:-}}"
+    case "$rank" in
+        '' | *[!0-9]*) die "no broker rank: JOB_COMPLETION_INDEX is not set (run this in an Indexed Job pod)" ;;
+    esac
+    if [ "$rank" -ge "$max_nodes" ]; then
+        die "rank $rank is beyond the $max_nodes hosts in broker.toml; raise maxSize"
+    fi
+    local expected="$host_prefix$rank" actual
+    if [ -n "${FLUXHOP_HOSTNAME:-}" ]; then
+        actual="$FLUXHOP_HOSTNAME"
+        broker_args+=("-Shostname=$actual")
+    else
+        actual=$(hostname)
+    fi
+    if [ "$actual" != "$expected" ]; then
+        die "this pod's host name is '$actual' but rank $rank is '$expected' in broker.toml (brokers find their rank by short host name; do not set setHostnameAsFQDN)"
+    fi
+
+    mkdir -p "$runtime/broker" "$runtime/state"
+    find_flux
+    install_cert
+    write_resources
+    broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$runtime/state")
+    write_env
+    run_snippet pre
+
+    local status=0
+    if [ "$rank" = 0 ]; then
+        run_lead "$@" || status=$?
+    else
+        run_worker || status=$?
+    fi
+    run_snippet post
+    exit "$status"
+}
+
+main "$@"

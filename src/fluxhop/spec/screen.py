@@ -1,0 +1,132 @@
+"""Screening of raw MiniCluster documents before pydantic sees them.
+
+Three kinds of keys exist at every level of the model:
+
+* supported keys, validated by the pydantic model;
+* keys fluxhop knows but does not support (Flux Operator features it does not
+  implement, legacy v1alpha1 fields, server-populated metadata): dropped with
+  one warning line each, so existing files still load;
+* old spellings a model converts itself (``TRANSLATED``): passed through;
+* anything else: an error naming the key and the closest valid name.
+
+Pydantic errors are turned into the same one-line form:
+``spec.containers[0].image: <problem>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from fluxhop.errors import FluxhopWarning, SpecError
+
+__all__ = ["format_path", "screen", "spec_error"]
+
+
+def format_path(loc: typing.Iterable[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _aliases(model: type[BaseModel]) -> dict[str, Any]:
+    """Wire name -> annotation of every field of ``model``."""
+    return {(field.alias or name): field.annotation for name, field in model.model_fields.items()}
+
+
+def _model_in(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """("one" | "list" | "dict", Model) when the annotation holds a model."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "one", annotation
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            found = _model_in(arg)
+            if found:
+                return found
+    if origin in (list, tuple) and args:
+        inner = _model_in(args[0])
+        if inner and inner[0] == "one":
+            return "list", inner[1]
+    if origin in (dict, Mapping) and len(args) == 2:
+        inner = _model_in(args[1])
+        if inner and inner[0] == "one":
+            return "dict", inner[1]
+    return None
+
+
+Dropped = list[tuple[tuple[Any, ...], Any, str]]  # (path, value, reason)
+
+
+def screen(
+    data: Any, model: type[BaseModel], path: tuple[Any, ...] = (), dropped: Dropped | None = None
+) -> Any:
+    """Return a copy of ``data`` without known-unsupported keys; warn for each
+    (and record it with its path in ``dropped``); raise :class:`SpecError` for
+    unknown keys."""
+    if not isinstance(data, Mapping):
+        return data
+    fields = _aliases(model)
+    unsupported: Mapping[str, str] = getattr(model, "UNSUPPORTED", {})
+    translated: frozenset[str] = getattr(model, "TRANSLATED", frozenset())
+    cleaned: dict[str, Any] = {}
+    for key, value in data.items():
+        where = format_path((*path, key))
+        if key in fields:
+            cleaned[key] = _screen_value(value, fields[key], (*path, key), dropped)
+        elif key in translated:  # an old spelling the model itself converts
+            cleaned[key] = value
+        elif key in unsupported:
+            warnings.warn(f"{where} is ignored: {unsupported[key]}", FluxhopWarning, stacklevel=2)
+            if dropped is not None:
+                dropped.append(((*path, key), value, unsupported[key]))
+        else:
+            close = difflib.get_close_matches(str(key), [*fields, *unsupported], n=1, cutoff=0.6)
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else f"; valid keys: {', '.join(sorted(fields))}"
+            )
+            raise SpecError(f"{where}: unknown field{hint}")
+    return cleaned
+
+
+def _screen_value(
+    value: Any, annotation: Any, path: tuple[Any, ...], dropped: Dropped | None
+) -> Any:
+    found = _model_in(annotation)
+    if not found or value is None:
+        return value
+    kind, model = found
+    if kind == "one":
+        return screen(value, model, path, dropped)
+    if kind == "list" and isinstance(value, list):
+        return [screen(item, model, (*path, i), dropped) for i, item in enumerate(value)]
+    if kind == "dict" and isinstance(value, Mapping):
+        return {k: screen(v, model, (*path, k), dropped) for k, v in value.items()}
+    return value
+
+
+def spec_error(err: ValidationError) -> SpecError:
+    """The first pydantic error as one line: ``path: problem``."""
+    first = err.errors(include_url=False)[0]
+    path = format_path(first["loc"])
+    message = first["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    if first["type"] == "missing":
+        message = "is required"
+    elif first["type"] == "extra_forbidden":
+        message = "unknown field"
+    return SpecError(f"{path}: {message}" if path else message)
