@@ -31,8 +31,9 @@ def best_of(func, repeat: int = 7) -> float:
 def main() -> None:
     results = {}
     for nodes in SIZES:
-        spec = minicluster_from_flags(["lmp", "-in", "in.reaxc"], image="lammps", nodes=nodes,
-                                      cores_per_task=4, name="bench")
+        spec = minicluster_from_flags(
+            ["lmp", "-in", "in.reaxc"], image="lammps", nodes=nodes, cores_per_task=4, name="bench"
+        )
         seconds = best_of(lambda s=spec: render(s, cert=CERT))
         objects = render(spec, cert=CERT)
         config = next(o for o in objects if o["kind"] == "ConfigMap")

@@ -283,7 +283,9 @@ def test_hostlist_string_is_validated_without_expanding():
     assert config.size == 100_000
     text = config.to_toml()
     assert tomllib.loads(text)["bootstrap"]["hosts"] == [{"host": "flux-sample-[0-99999]"}]
-    assert ranks_of(BrokerConfig(hosts="a-[0-3]", **BASE).to_toml()) == {f"a-{i}": i for i in range(4)}
+    assert ranks_of(BrokerConfig(hosts="a-[0-3]", **BASE).to_toml()) == {
+        f"a-{i}": i for i in range(4)
+    }
 
 
 @pytest.mark.parametrize(

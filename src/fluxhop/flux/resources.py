@@ -252,11 +252,22 @@ def _groups(r_lite: Any) -> tuple[Group, ...]:
         _require("rank" in entry, f"R {where} has no rank")
         children = entry.get("children")
         _require(isinstance(children, dict), f"R {where}.children must be an object")
-        cores = tuple(_decode_idset(children["core"], f"{where}.children.core")) if "core" in children else ()
-        gpus = tuple(_decode_idset(children["gpu"], f"{where}.children.gpu")) if "gpu" in children else ()
+        cores = (
+            tuple(_decode_idset(children["core"], f"{where}.children.core"))
+            if "core" in children
+            else ()
+        )
+        gpus = (
+            tuple(_decode_idset(children["gpu"], f"{where}.children.gpu"))
+            if "gpu" in children
+            else ()
+        )
         ranks = _decode_idset(entry["rank"], f"{where}.rank")
         repeated = seen.intersection(ranks)
-        _require(not repeated, f"R rank {min(repeated) if repeated else 0} appears in more than one R_lite entry")
+        _require(
+            not repeated,
+            f"R rank {min(repeated) if repeated else 0} appears in more than one R_lite entry",
+        )
         seen.update(ranks)
         groups.append(Group(_runs(ranks), cores, gpus))
     return tuple(groups)
@@ -266,7 +277,9 @@ def _nodelist(value: Any, nranks: int) -> str | None:
     if value is None:
         return None
     _require(isinstance(value, list), "R execution.nodelist must be an array of hostlists")
-    _require(all(isinstance(item, str) for item in value), "R execution.nodelist entries must be strings")
+    _require(
+        all(isinstance(item, str) for item in value), "R execution.nodelist entries must be strings"
+    )
     text = ",".join(item for item in value if item)
     try:
         count = hostlist.count(text)
@@ -319,7 +332,11 @@ def _from_doc(doc: Any) -> ResourceSet:
             isinstance(nslots, int) and not isinstance(nslots, bool) and nslots > 0,
             "R execution.nslots must be a positive integer",
         )
-    ranks = {rank for group in groups for rank in group.rank_list()} if "properties" in execution else set()
+    ranks = (
+        {rank for group in groups for rank in group.rank_list()}
+        if "properties" in execution
+        else set()
+    )
     return ResourceSet(
         groups=groups,
         nodelist_text=nodelist,
