@@ -12,3 +12,7 @@ from tests.conformance import CONFORMANCE
 @pytest.fixture(scope="session")
 def conformance() -> Path:
     return CONFORMANCE
+
+
+# The fake API server and kubeconfig fixtures, for every test package.
+pytest_plugins = ["tests.cluster.fixtures"]

@@ -63,3 +63,43 @@ class SpecError(InputError):
 
 class FluxhopWarning(UserWarning):
     """Something fluxhop accepted but will not act on (printed as one line)."""
+
+
+class ClusterError(FluxhopError):
+    """Talking to Kubernetes failed; the message says what and how to fix it."""
+
+
+class KubeconfigError(ClusterError):
+    """No usable Kubernetes configuration."""
+
+
+class Unreachable(ClusterError):
+    """The API server could not be reached."""
+
+
+class Unauthorized(ClusterError):
+    """401: the credentials were refused."""
+
+
+class Forbidden(ClusterError):
+    """403: RBAC does not allow the request."""
+
+
+class NotFound(ClusterError):
+    """The named object does not exist."""
+
+
+class NotInstalled(ClusterError):
+    """The API (a CRD such as JobSet or MiniCluster) is not installed."""
+
+
+class AlreadyExists(ClusterError):
+    """An object of that name exists and differs from what was asked for."""
+
+
+class WaitTimeout(ClusterError):
+    """Waiting for pods or a job took longer than allowed."""
+
+
+class LocalToolMissing(FluxhopError):
+    """A local program fluxhop needs (kubectl, flux) is not installed."""

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import click
 
-from fluxhop import __version__
 from fluxhop.errors import FluxhopError
+from fluxhop.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -31,7 +31,7 @@ def _fail(message: str, code: int) -> int:
 
 def _load_commands() -> None:
     """Import the verb modules, which register themselves on ``cli``."""
-    from fluxhop.cli import render, run  # noqa: F401
+    from fluxhop.cli import cluster, connect, render, run  # noqa: F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:

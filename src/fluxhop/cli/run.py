@@ -6,12 +6,16 @@ per task); Kubernetes targeting is long-only (--namespace, --context).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import click
 
 from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
+from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.progress import ProgressDisplay
+from fluxhop.cluster.minicluster import MiniClusters
 from fluxhop.errors import InputError
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -88,7 +92,6 @@ def job_options(func):  # type: ignore[no-untyped-def]
             "--env", multiple=True, metavar="KEY=VALUE", help="Environment variable (repeatable)."
         ),
         click.option("--name", help="MiniCluster name (default: a random adjective-noun)."),
-        click.option("--namespace", help="Kubernetes namespace."),
         click.option("--max-size", type=int, help="Allow scaling up to this many nodes."),
         click.option(
             "--gpu-resource",
@@ -112,8 +115,17 @@ def job_options(func):  # type: ignore[no-untyped-def]
 
 @cli.command("run", context_settings=RUN_SETTINGS)
 @job_options
+@kube_options(short_namespace=False)
 @click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")
 @output_option("--output")
+@click.option("--keep", is_flag=True, help="Leave the MiniCluster in place when the job ends.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=600,
+    show_default=True,
+    help="Seconds to wait for rank 0 to start (the job itself may run longer).",
+)
 def run_command(
     filename,
     nodes,
@@ -130,10 +142,18 @@ def run_command(
     target,
     cluster_domain,
     command,
+    kubeconfig,
+    context,
     dry_run,
     output,
+    keep,
+    timeout,
 ) -> int:  # type: ignore[no-untyped-def]
-    """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...)."""
+    """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...).
+
+    Streams rank 0's output, exits with the job's exit code, and deletes the
+    MiniCluster afterwards (also on Ctrl-C) unless --keep is given.
+    """
     spec = spec_from_options(
         filename,
         command,
@@ -149,10 +169,53 @@ def run_command(
         max_size=max_size,
         gpu_resource=gpu_resource,
     )
-    objects = render(spec, target, cluster_domain=cluster_domain)
     if dry_run:
-        echo_objects(objects, output)
+        echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
-    raise InputError(
-        "creating MiniClusters needs the cluster adapter; use --dry-run to print the objects"
+    return run_on_cluster(
+        spec,
+        target,
+        cluster_domain,
+        connect(kubeconfig, context, namespace),
+        keep=keep,
+        timeout=timeout,
     )
+
+
+def run_on_cluster(
+    spec: MiniCluster,
+    target: str,
+    cluster_domain: str,
+    ops: MiniClusters,
+    *,
+    keep: bool,
+    timeout: float,
+) -> int:
+    """Create, stream rank 0, return its exit code; clean up unless ``keep``."""
+    interactive = (
+        not spec.spec.flux_container.command and not spec.spec.flux_container.commands.script
+    )
+    root = None
+    with ProgressDisplay(spec.name) as display:
+        try:
+            root = ops.create(spec, target, cluster_domain=cluster_domain)
+            if interactive:
+                ops.wait_ready(root, timeout=timeout, on_progress=display.update)
+                display.note(
+                    f"interactive MiniCluster {root.name} is up: fluxhop shell {root.name} "
+                    f"(or fluxhop proxy {root.name}); fluxhop delete {root.name} when done"
+                )
+                keep = True
+                return 0
+            lead = ops.wait_lead_started(root, timeout=timeout, on_progress=display.update)
+            display.stop()
+            for line in ops.kube.log(lead["metadata"]["name"], root.name, follow=True):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            return ops.wait_exit(root)
+        except KeyboardInterrupt:
+            display.note("interrupted" + ("" if keep else "; deleting the MiniCluster"))
+            return 130
+        finally:
+            if root is not None and not keep:
+                ops.delete_root(root)

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from importlib import resources
 
-from fluxhop import __version__
+from fluxhop.version import __version__
 
 __all__ = ["EntrypointParams", "connect_script", "entrypoint_script", "init_script"]
 

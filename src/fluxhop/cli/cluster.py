@@ -1,0 +1,199 @@
+"""Cluster verbs with kubectl's meanings: create, get, list, logs, scale, delete."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from fluxhop.cli.app import cli
+from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.progress import ProgressDisplay
+from fluxhop.cli.run import job_options, spec_from_options
+from fluxhop.cluster.minicluster import Status
+from fluxhop.render.output import dump_yaml
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _table(statuses: list[Status], wide: bool) -> str:
+    header = ["NAME", "TARGET", "SIZE", "STATE", "AGE"] + (
+        ["MAXSIZE", "PODS", "EXIT"] if wide else []
+    )
+    rows = [header]
+    for s in statuses:
+        row = [s.name, s.target, str(s.size), s.state, _age(s.age)]
+        if wide:
+            pods = ",".join(f"{phase}={n}" for phase, n in sorted(s.pods.items())) or "-"
+            row += [str(s.max_size), pods, "-" if s.exit_code is None else str(s.exit_code)]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return (
+        "\n".join(
+            "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        )
+        + "\n"
+    )
+
+
+@cli.command("create", context_settings={"allow_interspersed_args": False})
+@job_options
+@kube_options(short_namespace=False)
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Wait until every pod runs."
+)
+@click.option(
+    "--timeout", type=float, default=600, show_default=True, help="Seconds to wait for the pods."
+)
+def create_command(
+    filename,
+    nodes,
+    ntasks,
+    cores,
+    gpus,
+    image,
+    workdir,
+    env,
+    name,
+    namespace,
+    max_size,
+    gpu_resource,
+    target,
+    cluster_domain,
+    command,
+    kubeconfig,
+    context,
+    wait,
+    timeout,
+) -> int:  # type: ignore[no-untyped-def]
+    """Create a MiniCluster from -f FILE or from job flags, and leave it running."""
+    spec = spec_from_options(
+        filename,
+        command,
+        nodes=nodes,
+        ntasks=ntasks,
+        cores=cores,
+        gpus=gpus,
+        image=image,
+        workdir=workdir,
+        env=env,
+        name=name,
+        namespace=namespace,
+        max_size=max_size,
+        gpu_resource=gpu_resource,
+    )
+    ops = connect(kubeconfig, context, namespace)
+    root = ops.create(spec, target, cluster_domain=cluster_domain)
+    click.echo(
+        f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace})", err=True
+    )
+    if wait:
+        with ProgressDisplay(root.name) as display:
+            ops.wait_ready(root, timeout=timeout, on_progress=display.update)
+        click.echo(
+            f"minicluster/{root.name} running; connect with: fluxhop shell {root.name}", err=True
+        )
+    return 0
+
+
+@cli.command("get")
+@click.argument("name")
+@kube_options()
+@click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json"]), help="Output format.")
+def get_command(
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    output: str | None,
+) -> int:
+    """Show one MiniCluster."""
+    ops = connect(kubeconfig, context, namespace)
+    root = ops.require(name)
+    if output in ("yaml", "json"):
+        document = {**root.obj, "fluxhop": ops.status(root).to_dict()}
+        text = json.dumps(document, indent=2) + "\n" if output == "json" else dump_yaml([document])
+        click.echo(text, nl=False)
+    else:
+        click.echo(_table([ops.status(root)], wide=output == "wide"), nl=False)
+    return 0
+
+
+@cli.command("list")
+@kube_options()
+@click.option("-o", "--output", type=click.Choice(["wide", "json"]), help="Output format.")
+def list_command(
+    kubeconfig: str | None, context: str | None, namespace: str | None, output: str | None
+) -> int:
+    """List the MiniClusters fluxhop created in a namespace."""
+    statuses = connect(kubeconfig, context, namespace).list()
+    if output == "json":
+        click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
+    elif statuses:
+        click.echo(_table(statuses, wide=output == "wide"), nl=False)
+    else:
+        click.echo("No MiniClusters found.", err=True)
+    return 0
+
+
+@cli.command("logs")
+@click.argument("name")
+@kube_options()
+@click.option("-f", "--follow", is_flag=True, help="Keep streaming the output.")
+def logs_command(
+    name: str, kubeconfig: str | None, context: str | None, namespace: str | None, follow: bool
+) -> int:
+    """Print rank 0's output (the job's output)."""
+    ops = connect(kubeconfig, context, namespace)
+    for line in ops.logs(ops.require(name), follow=follow):
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    return 0
+
+
+@cli.command("scale")
+@click.argument("name")
+@click.option("--size", type=int, required=True, help="New number of nodes (at most maxSize).")
+@kube_options()
+def scale_command(
+    name: str, size: int, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> int:
+    """Resize a MiniCluster within its maxSize."""
+    ops = connect(kubeconfig, context, namespace)
+    root = ops.scale(ops.require(name), size)
+    click.echo(f"minicluster/{root.name} scaled to {size}", err=True)
+    return 0
+
+
+@cli.command("delete")
+@click.argument("name")
+@kube_options()
+@click.option(
+    "--ignore-not-found", is_flag=True, help="Succeed when the MiniCluster does not exist."
+)
+def delete_command(
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    ignore_not_found: bool,
+) -> int:
+    """Delete a MiniCluster and everything it owns."""
+    from fluxhop.errors import NotFound
+
+    ops = connect(kubeconfig, context, namespace)
+    try:
+        ops.delete(name)
+    except NotFound:
+        if ignore_not_found:
+            return 0
+        raise
+    click.echo(f"minicluster/{name} deleted", err=True)
+    return 0

@@ -1,0 +1,117 @@
+"""``fluxhop shell`` and ``fluxhop proxy``: into a running instance.
+
+Both need the lead pod. ``shell`` is ``kubectl exec -it`` into it with
+FLUX_URI set (through ``flux proxy`` in the pod). ``proxy`` runs the local
+``flux proxy ssh://POD/SOCKET`` with FLUX_SSH pointing at a small wrapper that
+turns flux's ssh invocation into ``kubectl exec -i POD -- env ...``
+(reference/flux-formats.md §6.4).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import click
+
+from fluxhop.cli.app import cli
+from fluxhop.cli.kubeopts import connect, kube_options, kubectl_flags, need_tool
+from fluxhop.cluster.minicluster import MiniClusters, Root
+from fluxhop.errors import NotFound
+
+OPERATOR_SHELL = ". /mnt/flux/flux-view.sh && exec flux proxy $fluxsocket bash"
+OPERATOR_SOCKET = "/mnt/flux/config/run/flux/local"
+FLUX_ROOT = "fluxhop.io/flux-root"
+
+
+def _lead(ops: MiniClusters, name: str) -> tuple[Root, str]:
+    root = ops.require(name)
+    lead = ops.lead_pod(root)
+    if lead is None or lead.get("status", {}).get("phase") != "Running":
+        raise NotFound(f"MiniCluster {name} has no running rank 0 pod (see fluxhop get {name})")
+    return root, lead["metadata"]["name"]
+
+
+def _flux_root(root: Root) -> str:
+    return (root.obj["metadata"].get("annotations") or {}).get(FLUX_ROOT, "/mnt/flux")
+
+
+def shell_argv(kubectl: str, flags: list[str], root: Root, pod: str) -> list[str]:
+    if root.target == "minicluster":
+        inner = ["bash", "-c", OPERATOR_SHELL]
+    else:
+        inner = ["bash", "/etc/fluxhop/config/connect.sh"]
+    return [kubectl, *flags, "exec", "-it", pod, "-c", root.name, "--", *inner]
+
+
+def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
+    """A FLUX_SSH program: ``[-p port] [user@]host CMD...`` -> kubectl exec."""
+    command = " ".join(shlex.quote(word) for word in [kubectl, *flags])
+    return (
+        "#!/bin/sh\n"
+        "# FLUX_SSH for fluxhop proxy: run flux's remote command in the pod with kubectl exec.\n"
+        'while [ "$#" -gt 0 ]; do\n'
+        '    case "$1" in\n'
+        "        -[pioFlJ]) shift 2 ;;\n"
+        "        -*) shift ;;\n"
+        "        *) break ;;\n"
+        "    esac\n"
+        "done\n"
+        'pod="${1#*@}"\n'
+        "shift\n"
+        f'exec {command} exec -i "$pod" -c {shlex.quote(container)} -- env "$@"\n'
+    )
+
+
+@cli.command("shell")
+@click.argument("name")
+@kube_options()
+def shell_command(
+    name: str, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> int:
+    """Open an interactive shell in rank 0 with FLUX_URI set (kubectl exec -it)."""
+    kubectl = need_tool("kubectl", "fluxhop shell runs kubectl exec -it; install kubectl")
+    ops = connect(kubeconfig, context, namespace)
+    root, pod = _lead(ops, name)
+    argv = shell_argv(kubectl, kubectl_flags(kubeconfig, context, ops.kube.namespace), root, pod)
+    os.execv(argv[0], argv)
+    return 0  # pragma: no cover - exec does not return
+
+
+@cli.command("proxy", context_settings={"allow_interspersed_args": False})
+@click.argument("name")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@kube_options()
+def proxy_command(
+    name: str,
+    command: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> int:
+    """Run the local `flux proxy` into the MiniCluster (a shell, or COMMAND)."""
+    flux = need_tool(
+        "flux", "fluxhop proxy runs your local flux proxy; install flux-core (or use fluxhop shell)"
+    )
+    kubectl = need_tool(
+        "kubectl", "fluxhop proxy reaches the pod through kubectl exec; install kubectl"
+    )
+    ops = connect(kubeconfig, context, namespace)
+    root, pod = _lead(ops, name)
+    flags = kubectl_flags(kubeconfig, context, ops.kube.namespace)
+    if root.target == "minicluster":
+        socket, remote_flux = OPERATOR_SOCKET, "/mnt/flux/view/bin/flux"
+    else:
+        base = _flux_root(root)
+        socket, remote_flux = f"{base}/run/broker/local-0", f"{base}/view/bin/flux"
+    with tempfile.TemporaryDirectory(prefix="fluxhop-proxy-") as tmp:
+        wrapper = Path(tmp) / "kubectl-ssh"
+        wrapper.write_text(ssh_wrapper(kubectl, flags, root.name))
+        wrapper.chmod(stat.S_IRWXU)
+        env = {**os.environ, "FLUX_SSH": str(wrapper), "FLUX_SSH_RCMD": remote_flux}
+        argv = [flux, "proxy", f"ssh://{pod}{socket}", *command]
+        return subprocess.run(argv, env=env, check=False).returncode

@@ -1,0 +1,119 @@
+"""``fluxhop.Client``: the Python API, shaped like the Kubeflow SDK's client.
+
+>>> from fluxhop import Client
+>>> client = Client(namespace="team")                  # kubectl's config
+>>> name = client.create(MiniCluster.from_yaml(text))
+>>> status = client.wait(name, timeout=600)
+>>> print("".join(client.logs(name)))
+>>> client.delete(name)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fluxhop.cluster.api import Kube
+from fluxhop.cluster.minicluster import MiniClusters, Root, Status
+from fluxhop.errors import InputError, WaitTimeout
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = ["Client"]
+
+BACKENDS = ("kubernetes",)
+
+
+class Client:
+    """MiniClusters in one namespace of a Kubernetes cluster.
+
+    ``namespace`` and ``context`` default to the kubeconfig's, found the way
+    kubectl finds it (``kubeconfig`` argument, ``KUBECONFIG``, ``~/.kube/config``,
+    in-cluster). ``target`` picks the workload: ``job`` (default), ``jobset``,
+    or ``minicluster`` for clusters that run the Flux Operator.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        context: str | None = None,
+        *,
+        kubeconfig: str | None = None,
+        backend: str = "kubernetes",
+        target: str = "job",
+        cluster_domain: str = "cluster.local",
+        transport: Any = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        self.backend = backend
+        self.target = target
+        self.cluster_domain = cluster_domain
+        self._connect = {
+            "kubeconfig": kubeconfig,
+            "context": context,
+            "namespace": namespace,
+            "transport": transport,
+        }
+        self._ops: MiniClusters | None = None
+
+    @property
+    def ops(self) -> MiniClusters:
+        if self._ops is None:
+            self._ops = MiniClusters(Kube.connect(**self._connect))
+        return self._ops
+
+    @property
+    def namespace(self) -> str:
+        return self.ops.kube.namespace
+
+    @staticmethod
+    def _spec(spec: MiniCluster | str | dict[str, Any]) -> MiniCluster:
+        if isinstance(spec, MiniCluster):
+            return spec
+        if isinstance(spec, dict):
+            return MiniCluster.from_dict(spec)
+        text = Path(spec).read_text() if "\n" not in spec and Path(spec).is_file() else spec
+        return MiniCluster.from_yaml(text)
+
+    def create(self, spec: MiniCluster | str | dict[str, Any], *, target: str | None = None) -> str:
+        """Create the MiniCluster (a model, a YAML text or file, or a dict); return its name."""
+        return self.ops.create(
+            self._spec(spec), target or self.target, cluster_domain=self.cluster_domain
+        ).name
+
+    def get(self, name: str) -> Status:
+        return self.ops.status(self.ops.require(name))
+
+    def list(self) -> list[Status]:
+        return self.ops.list()
+
+    def wait(self, name: str, timeout: float | None = 600) -> Status:
+        """Wait until rank 0 has exited; the status carries its exit code."""
+        root: Root = self.ops.require(name)
+        self.ops.wait_exit(root, timeout=timeout)
+        status = self.ops.status(root)
+        if status.exit_code is None:
+            raise WaitTimeout(f"MiniCluster {name} finished but rank 0 reported no exit code")
+        return status
+
+    def logs(self, name: str, follow: bool = False) -> Iterator[str]:
+        """Rank 0's output (the job's output), line by line."""
+        return self.ops.logs(self.ops.require(name), follow=follow)
+
+    def scale(self, name: str, size: int) -> Status:
+        root = self.ops.scale(self.ops.require(name), size)
+        return self.ops.status(root)
+
+    def delete(self, name: str) -> None:
+        self.ops.delete(name)
+
+    def close(self) -> None:
+        if self._ops is not None:
+            self._ops.kube.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

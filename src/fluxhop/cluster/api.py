@@ -1,0 +1,303 @@
+"""The Kubernetes adapter: lightkube underneath, dicts in and out, retries on
+overload, and every failure turned into one line that says what to do.
+
+Server-side apply with field manager ``fluxhop``; transient failures (429,
+5xx, dropped connections) are retried with exponential backoff (honouring
+``Retry-After``); watches resume after a drop and restart after ``410 Gone``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx2
+from lightkube import ApiError, Client
+from lightkube.types import CascadeType, OnErrorAction, OnErrorResult, PatchType
+
+from fluxhop.cluster.config import ResolvedConfig, resolve
+from fluxhop.cluster.kinds import Kind, kind, kind_of
+from fluxhop.errors import (
+    AlreadyExists,
+    ClusterError,
+    Forbidden,
+    NotFound,
+    NotInstalled,
+    Unauthorized,
+    Unreachable,
+)
+
+__all__ = ["FIELD_MANAGER", "Kube"]
+
+FIELD_MANAGER = "fluxhop"
+RETRYABLE = {429, 500, 502, 503, 504}
+T = TypeVar("T")
+
+INSTALL_HINT = {
+    "JobSet": "install the JobSet controller, or use --target job",
+    "MiniCluster": "install the Flux Operator, or use --target job",
+    "TrainJob": "install Kubeflow Trainer",
+}
+
+
+def _status(err: Exception) -> tuple[int, str, str, bool]:
+    """(code, reason, message, names an object) of an API failure."""
+    if isinstance(err, ApiError):
+        status = err.status
+        details = status.details
+        named = bool(details and getattr(details, "name", None))
+        return status.code or 0, status.reason or "", status.message or "", named
+    if isinstance(err, httpx2.HTTPStatusError):
+        return err.response.status_code, err.response.reason_phrase, err.response.text[:200], False
+    return 0, "", str(err), False
+
+
+def _retry_after(err: Exception) -> float | None:
+    response = getattr(err, "response", None)
+    header = response.headers.get("Retry-After") if response is not None else None
+    try:
+        return min(float(header), 10.0) if header else None
+    except ValueError:
+        return None
+
+
+class Kube:
+    """A namespace of one cluster, as fluxhop needs it."""
+
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        *,
+        server: str = "the Kubernetes API",
+        context: str | None = None,
+        retries: int = 5,
+        backoff: float = 0.2,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.server = server
+        self.context = context
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
+
+    @classmethod
+    def connect(
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+        *,
+        transport: httpx2.BaseTransport | None = None,
+        resolved: ResolvedConfig | None = None,
+        **options: Any,
+    ) -> Kube:
+        """Resolve the configuration like kubectl and open a client."""
+        resolved = resolved or resolve(kubeconfig, context, namespace)
+        client = Client(
+            config=resolved.config,
+            namespace=resolved.namespace,
+            field_manager=FIELD_MANAGER,
+            transport=transport,
+        )
+        return cls(
+            client, resolved.namespace, server=resolved.server, context=resolved.context, **options
+        )
+
+    # --- error handling -------------------------------------------------
+
+    def _translate(self, err: Exception, verb: str, what: Kind, name: str | None) -> ClusterError:
+        code, reason, message, named = _status(err)
+        target = f"{what.kind} {name}" if name else what.title
+        where = f"in namespace {self.namespace}"
+        if code == 401:
+            return Unauthorized(
+                f"the Kubernetes API at {self.server} refused the credentials of context "
+                f"{self.context or '(in-cluster)'} (401 Unauthorized); log in again"
+            )
+        if code == 403:
+            return Forbidden(
+                f"forbidden: you may not {verb} {what.title} {where}; ask your cluster admin for "
+                f"RBAC permission to {verb} {what.title} (API said: {message})"
+            )
+        if code == 404 and not named and what.kind in INSTALL_HINT:
+            return NotInstalled(
+                f"the {what.kind} API ({what.group}) is not installed in this cluster; "
+                f"{INSTALL_HINT[what.kind]}"
+            )
+        if code == 404:
+            return NotFound(f"{target} not found {where}")
+        if code == 409:
+            return AlreadyExists(f"{target} {where}: conflict: {message}")
+        if code == 422:
+            return ClusterError(f"the API server rejected {target}: {message}")
+        return ClusterError(f"{verb} {target} {where} failed: {code} {reason}: {message}".strip())
+
+    def _call(self, verb: str, what: Kind, name: str | None, request: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return request()
+            except (ApiError, httpx2.HTTPStatusError) as err:
+                code = _status(err)[0]
+                if code in RETRYABLE and attempt < self.retries:
+                    self.sleep(_retry_after(err) or self.backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                raise self._translate(err, verb, what, name) from None
+            except httpx2.TransportError as err:
+                if attempt < self.retries:
+                    self.sleep(self.backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                raise Unreachable(
+                    f"cannot reach the Kubernetes API at {self.server}: {err}"
+                ) from None
+
+    # --- verbs ------------------------------------------------------------
+
+    def apply(self, obj: dict[str, Any], *, force: bool = False) -> dict[str, Any]:
+        """Server-side apply (field manager ``fluxhop``); creates when absent."""
+        what = kind_of(obj)
+        name = obj["metadata"]["name"]
+        resource = what.resource(obj)
+        result = self._call(
+            "patch",
+            what,
+            name,
+            lambda: self.client.apply(
+                resource, namespace=self.namespace, field_manager=FIELD_MANAGER, force=force
+            ),
+        )
+        return result.to_dict()  # type: ignore[no-any-return]
+
+    def get(self, kind_name: str, name: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        what = kind(kind_name)
+        try:
+            result = self._call(
+                "get",
+                what,
+                name,
+                lambda: self.client.get(what.resource, name, namespace=self.namespace),
+            )
+        except NotFound:
+            return None
+        return result.to_dict()  # type: ignore[no-any-return]
+
+    def list(
+        self,
+        kind_name: str,
+        labels: dict[str, str] | None = None,
+        fields: dict[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        what = kind(kind_name)
+        items = self._call(
+            "list",
+            what,
+            None,
+            lambda: list(
+                self.client.list(
+                    what.resource, namespace=self.namespace, labels=labels, fields=fields
+                )
+            ),
+        )
+        return [item.to_dict() for item in items]
+
+    def delete(self, kind_name: str, name: str) -> bool:
+        """Delete with background cascade; False when it was already gone."""
+        what = kind(kind_name)
+        try:
+            self._call(
+                "delete",
+                what,
+                name,
+                lambda: self.client.delete(
+                    what.resource, name, namespace=self.namespace, cascade=CascadeType.BACKGROUND
+                ),
+            )
+        except NotFound:
+            return False
+        return True
+
+    def merge_patch(self, kind_name: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        what = kind(kind_name)
+        result = self._call(
+            "patch",
+            what,
+            name,
+            lambda: self.client.patch(
+                what.resource, name, patch, namespace=self.namespace, patch_type=PatchType.MERGE
+            ),
+        )
+        return result.to_dict()  # type: ignore[no-any-return]
+
+    def watch(
+        self,
+        kind_name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        resource_version: str | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Events of ``kind_name``; resumes after drops (lightkube re-watches from
+        the last resourceVersion) and starts over after ``410 Gone``."""
+        what = kind(kind_name)
+
+        def on_error(err: Exception, count: int) -> OnErrorResult:
+            code = _status(err)[0]
+            if (
+                code != 410
+                and (code in RETRYABLE or isinstance(err, httpx2.TransportError))
+                and count <= self.retries
+            ):
+                return OnErrorResult(OnErrorAction.RETRY, self.backoff * 2 ** (count - 1))
+            return OnErrorResult(OnErrorAction.RAISE)
+
+        version = resource_version
+        while True:
+            stream = self.client.watch(
+                what.resource,
+                namespace=self.namespace,
+                labels=labels,
+                resource_version=version,
+                on_error=on_error,
+            )
+            try:
+                for event, obj in stream:
+                    data = obj.to_dict()
+                    version = data.get("metadata", {}).get("resourceVersion") or version
+                    yield event, data
+                return
+            except (ApiError, httpx2.HTTPStatusError) as err:
+                if _status(err)[0] == 410:
+                    version = None  # too old: list the current state again
+                    continue
+                raise self._translate(err, "watch", what, None) from None
+            except httpx2.TransportError as err:
+                raise Unreachable(
+                    f"lost the watch on {what.title} at {self.server}: {err}"
+                ) from None
+
+    def log(self, pod: str, container: str, *, follow: bool = False) -> Iterator[str]:
+        what = kind("Pod")
+        lines = self._call(
+            "get",
+            what,
+            pod,
+            lambda: self.client.log(
+                pod, namespace=self.namespace, container=container, follow=follow
+            ),
+        )
+        try:
+            yield from lines
+        except httpx2.TransportError as err:
+            raise Unreachable(f"lost the log stream of pod {pod}: {err}") from None
+
+    def events_for(self, name: str) -> list[dict[str, Any]]:
+        return self.list("Event", fields={"involvedObject.name": name})
+
+    def close(self) -> None:
+        self.client.close()

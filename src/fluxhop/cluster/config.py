@@ -1,0 +1,124 @@
+"""Kubernetes configuration found the way kubectl finds it.
+
+Order: ``--kubeconfig``; else every file of ``KUBECONFIG`` (a ``:`` list,
+merged: for clusters, users and contexts the first file that names one wins,
+and so does the first ``current-context``); else ``~/.kube/config``; else the
+pod's service account (in-cluster). lightkube's own ``KubeConfig.from_env``
+tries in-cluster first and reads a single file, so fluxhop resolves the
+configuration itself and hands lightkube the result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+
+from fluxhop.errors import KubeconfigError
+
+__all__ = ["ResolvedConfig", "resolve"]
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    config: SingleConfig
+    context: str | None
+    namespace: str
+    source: str
+
+    @property
+    def server(self) -> str:
+        return str(self.config.cluster.server)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except OSError as err:
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {err.strerror}") from None
+    except yaml.YAMLError:
+        raise KubeconfigError(f"kubeconfig {path} is not valid YAML") from None
+    if not isinstance(data, dict):
+        raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig mapping")
+    return data
+
+
+def _merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config"}
+    for section in ("clusters", "users", "contexts"):
+        seen: dict[str, Any] = {}
+        for doc in documents:
+            for item in doc.get(section) or []:
+                if isinstance(item, dict) and item.get("name") not in seen:
+                    seen[item["name"]] = item
+        merged[section] = list(seen.values())
+    for doc in documents:
+        if doc.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+            break
+    return merged
+
+
+def _files(kubeconfig: str | None, env: Mapping[str, str]) -> list[Path] | None:
+    if kubeconfig:
+        path = Path(kubeconfig).expanduser()
+        if not path.is_file():
+            raise KubeconfigError(f"--kubeconfig {kubeconfig}: no such file")
+        return [path]
+    if env.get("KUBECONFIG"):
+        paths = [Path(p).expanduser() for p in env["KUBECONFIG"].split(os.pathsep) if p]
+        existing = [p for p in paths if p.is_file()]
+        if not existing:
+            raise KubeconfigError(f"KUBECONFIG names no existing file ({env['KUBECONFIG']})")
+        return existing
+    home = Path(env.get("HOME", "~")).expanduser() / ".kube" / "config"
+    if home.is_file():
+        return [home]
+    return None
+
+
+def resolve(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ResolvedConfig:
+    """Find the cluster, credentials and namespace to use, as kubectl would."""
+    env = os.environ if env is None else env
+    files = _files(kubeconfig, env)
+    if files is None:
+        if env.get("KUBERNETES_SERVICE_HOST") and (SERVICE_ACCOUNT / "token").is_file():
+            config = KubeConfig.from_service_account(str(SERVICE_ACCOUNT)).get()
+            ns_file = SERVICE_ACCOUNT / "namespace"
+            own = ns_file.read_text().strip() if ns_file.is_file() else "default"
+            return ResolvedConfig(config, None, namespace or own, "in-cluster service account")
+        raise KubeconfigError(
+            "no Kubernetes configuration: pass --kubeconfig, set KUBECONFIG, create "
+            "~/.kube/config, or run inside a cluster (or use --dry-run)"
+        )
+    merged = _merge([_load(path) for path in files])
+    names = [c.get("name") for c in merged["contexts"]]
+    chosen = context or merged.get("current-context")
+    if not chosen:
+        raise KubeconfigError(
+            f"{files[0]} sets no current-context; pass --context (one of: {', '.join(map(str, names)) or 'none'})"
+        )
+    if chosen not in names:
+        raise KubeconfigError(
+            f"context {chosen!r} is not in {', '.join(map(str, files))} (contexts: {', '.join(map(str, names)) or 'none'})"
+        )
+    try:
+        single = KubeConfig.from_dict(merged, fname=str(files[0])).get(context_name=chosen)
+    except Exception as err:  # lightkube raises ConfigError/KeyError on broken files
+        raise KubeconfigError(f"kubeconfig context {chosen!r} is unusable: {err}") from None
+    if single is None:
+        raise KubeconfigError(f"kubeconfig context {chosen!r} is unusable")
+    context_ns = single.context.namespace if single.context else None
+    return ResolvedConfig(single, chosen, namespace or context_ns or "default", str(files[0]))

@@ -1,0 +1,69 @@
+"""The Kubernetes kinds fluxhop reads and writes, as lightkube generic
+resources: fluxhop's objects are plain dicts, and generic resources carry them
+to the API without a typed model in between."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from lightkube.generic_resource import create_namespaced_resource
+
+from fluxhop.errors import ClusterError
+
+__all__ = ["KINDS", "Kind", "kind", "kind_of"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    api_version: str
+    kind: str
+    plural: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def title(self) -> str:
+        """How kubectl names the resource: ``jobs.batch``, ``configmaps``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @functools.cached_property
+    def resource(self) -> Any:
+        return create_namespaced_resource(self.group, self.version, self.kind, self.plural)
+
+
+KINDS: dict[str, Kind] = {
+    k.kind: k
+    for k in (
+        Kind("v1", "ConfigMap", "configmaps"),
+        Kind("v1", "Secret", "secrets"),
+        Kind("v1", "Service", "services"),
+        Kind("v1", "Pod", "pods"),
+        Kind("v1", "Event", "events"),
+        Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
+        Kind("batch/v1", "Job", "jobs"),
+        Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
+        Kind("flux-framework.org/v1alpha2", "MiniCluster", "miniclusters"),
+        Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
+    )
+}
+
+
+def kind(name: str) -> Kind:
+    return KINDS[name]
+
+
+def kind_of(obj: dict[str, Any]) -> Kind:
+    found = KINDS.get(obj.get("kind", ""))
+    if found is None or found.api_version != obj.get("apiVersion"):
+        raise ClusterError(
+            f"fluxhop does not manage {obj.get('apiVersion')} {obj.get('kind')} objects"
+        )
+    return found

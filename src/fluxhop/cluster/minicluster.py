@@ -1,0 +1,518 @@
+"""MiniCluster operations against a cluster: create, find, wait, logs, scale,
+delete.
+
+The workload object (Job, JobSet or MiniCluster) is the *root*: it is applied
+first, and every other object carries an ownerReference to it, so deleting
+the root (one request) lets the garbage collector remove the rest, and a
+failure part-way needs only that one delete. Pods cannot start before their
+ConfigMap and Secret exist: the kubelet does not run a container until every
+volume it mounts is there, and fluxhop applies both right after the root.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from fluxhop.cluster.api import Kube
+from fluxhop.errors import (
+    AlreadyExists,
+    ClusterError,
+    FluxhopError,
+    InputError,
+    NotFound,
+    NotInstalled,
+    WaitTimeout,
+)
+from fluxhop.flux.curve import CurveCert
+from fluxhop.render import render
+from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = [
+    "MiniClusters",
+    "Progress",
+    "Root",
+    "Status",
+    "prepare",
+    "spec_hash",
+]
+
+TARGET_LABEL = "fluxhop.io/target"
+SPEC_HASH = "fluxhop.io/spec-hash"
+MAX_SIZE = "fluxhop.io/max-size"
+FLUX_ROOT = "fluxhop.io/flux-root"
+ROOT_KINDS = {"job": "Job", "jobset": "JobSet", "minicluster": "MiniCluster"}
+JOB_NAME = "batch.kubernetes.io/job-name"
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def spec_hash(objects: list[dict[str, Any]]) -> str:
+    """What identifies a spec: every rendered object but the Secret (fresh keys)."""
+    stable = [o for o in objects if o["kind"] != "Secret"]
+    return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def prepare(
+    spec: MiniCluster,
+    target: str = "job",
+    *,
+    cluster_domain: str = "cluster.local",
+    cert: CurveCert | None = None,
+) -> list[dict[str, Any]]:
+    """Render and mark the root with its target, spec hash and maxSize."""
+    objects = render(spec, target, cert=cert, cluster_domain=cluster_domain)
+    digest = spec_hash(objects)
+    root = objects[-1]
+    root["metadata"]["labels"][TARGET_LABEL] = target
+    annotations = root["metadata"].setdefault("annotations", {})
+    annotations[SPEC_HASH] = digest
+    annotations[MAX_SIZE] = str(spec.spec.max_nodes)
+    annotations[FLUX_ROOT] = spec.spec.flux.container.mount_path
+    return objects
+
+
+def owner_reference(root: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": root["apiVersion"],
+        "kind": root["kind"],
+        "name": root["metadata"]["name"],
+        "uid": root["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+@dataclass(frozen=True)
+class Root:
+    """The root object of a MiniCluster fluxhop created."""
+
+    target: str
+    obj: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def size(self) -> int:
+        spec = self.obj.get("spec", {})
+        if self.target == "job":
+            return int(spec.get("parallelism", 0))
+        if self.target == "jobset":
+            return int(spec["replicatedJobs"][0]["template"]["spec"].get("parallelism", 0))
+        return int(spec.get("size", 1))
+
+    @property
+    def max_size(self) -> int:
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return int(annotations.get(MAX_SIZE, self.size))
+
+    @property
+    def pod_selector(self) -> dict[str, str]:
+        if self.target == "jobset":
+            return {JOBSET_NAME: self.name}
+        return {JOB_NAME: self.name}
+
+    @property
+    def created(self) -> datetime | None:
+        stamp = self.obj["metadata"].get("creationTimestamp")
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+
+
+@dataclass
+class Progress:
+    """How far a MiniCluster has come up."""
+
+    size: int
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def count(self, phase: str) -> int:
+        return sum(1 for pod in self.pods.values() if pod.get("status", {}).get("phase") == phase)
+
+    @property
+    def scheduled(self) -> int:
+        return sum(
+            1
+            for pod in self.pods.values()
+            if pod.get("spec", {}).get("nodeName") or _scheduled(pod)
+        )
+
+    @property
+    def running(self) -> int:
+        return self.count("Running")
+
+    @property
+    def finished(self) -> int:
+        return self.count("Succeeded") + self.count("Failed")
+
+    def summary(self) -> str:
+        return f"{self.scheduled}/{self.size} pods scheduled, {self.running} running" + (
+            f", {self.finished} finished" if self.finished else ""
+        )
+
+
+def _scheduled(pod: dict[str, Any]) -> bool:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            return True
+    return False
+
+
+def _index(pod: dict[str, Any]) -> int | None:
+    value = (pod.get("metadata", {}).get("labels") or {}).get(COMPLETION_INDEX)
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
+def exit_code(pod: dict[str, Any], container: str) -> int | None:
+    """The exit code of ``container`` once it has terminated."""
+    for status in pod.get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            terminated = (status.get("state") or {}).get("terminated")
+            if terminated is not None:
+                return int(terminated.get("exitCode", 1))
+    return None
+
+
+def _started(pod: dict[str, Any], container: str) -> bool:
+    if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
+        return True
+    return exit_code(pod, container) is not None
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    target: str
+    size: int
+    max_size: int
+    state: str
+    age: float
+    pods: dict[str, int]
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "size": self.size,
+            "maxSize": self.max_size,
+            "state": self.state,
+            "ageSeconds": round(self.age),
+            "pods": self.pods,
+            "exitCode": self.exit_code,
+        }
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {
+        c.get("type", ""): c.get("status", "")
+        for c in obj.get("status", {}).get("conditions") or []
+    }
+
+
+class MiniClusters:
+    """MiniClusters in one namespace of one cluster."""
+
+    def __init__(self, kube: Kube, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.kube = kube
+        self.clock = clock
+
+    # --- create -----------------------------------------------------------------
+
+    def create(
+        self, spec: MiniCluster, target: str = "job", *, cluster_domain: str = "cluster.local"
+    ) -> Root:
+        """Apply the objects of ``spec``; re-applying an unchanged spec changes nothing."""
+        if spec.namespace != self.kube.namespace:
+            spec = spec.renamed(namespace=self.kube.namespace)
+        objects = prepare(spec, target, cluster_domain=cluster_domain)
+        root_obj = objects[-1]
+        existing = self.kube.get(root_obj["kind"], spec.name)
+        if existing is not None:
+            annotations = existing["metadata"].get("annotations") or {}
+            if annotations.get(SPEC_HASH) != root_obj["metadata"]["annotations"][SPEC_HASH]:
+                raise AlreadyExists(
+                    f"MiniCluster {spec.name} already exists in namespace {self.kube.namespace} with a "
+                    f"different spec; delete it first (fluxhop delete {spec.name}) or pick another --name"
+                )
+        created = False
+        try:
+            root = self.kube.apply(root_obj)
+            created = existing is None
+            reference = owner_reference(root)
+            for obj in objects[:-1]:
+                if existing is not None and obj["kind"] == "Secret":
+                    continue  # the CURVE key is created once, never rotated by a re-apply
+                child = copy.deepcopy(obj)
+                child["metadata"]["ownerReferences"] = [reference]
+                self.kube.apply(child)
+        except (FluxhopError, KeyboardInterrupt):
+            if created:
+                self.kube.delete(root_obj["kind"], spec.name)
+            raise
+        return Root(target, root)
+
+    # --- find / status ------------------------------------------------------------
+
+    def find(self, name: str) -> Root | None:
+        for target, kind_name in ROOT_KINDS.items():
+            try:
+                obj = self.kube.get(kind_name, name)
+            except NotInstalled:
+                continue
+            if obj is None:
+                continue
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get(MANAGED_BY) == "fluxhop":
+                return Root(labels.get(TARGET_LABEL, target), obj)
+            owners = {ref.get("kind") for ref in obj["metadata"].get("ownerReferences") or []}
+            if owners & set(ROOT_KINDS.values()):
+                continue  # e.g. the Job the Flux Operator made for a MiniCluster
+            raise ClusterError(
+                f"{kind_name} {name} exists but was not created by fluxhop; leaving it alone"
+            )
+        return None
+
+    def require(self, name: str) -> Root:
+        root = self.find(name)
+        if root is None:
+            raise NotFound(f"MiniCluster {name} not found in namespace {self.kube.namespace}")
+        return root
+
+    def pods(self, root: Root) -> list[dict[str, Any]]:
+        return self.kube.list("Pod", labels=root.pod_selector)
+
+    def lead_pod(self, root: Root) -> dict[str, Any] | None:
+        leads = [p for p in self.pods(root) if _index(p) == 0]
+        leads.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
+        return leads[-1] if leads else None
+
+    def _workload(self, root: Root) -> dict[str, Any]:
+        """The object whose conditions tell how the job ended."""
+        if root.target == "minicluster":
+            return self.kube.get("Job", root.name) or {}
+        return root.obj
+
+    def status(self, root: Root) -> Status:
+        pods = self.pods(root)
+        phases: dict[str, int] = {}
+        for pod in pods:
+            phase = pod.get("status", {}).get("phase", "Unknown")
+            phases[phase] = phases.get(phase, 0) + 1
+        conditions = _conditions(self._workload(root))
+        lead = next((p for p in pods if _index(p) == 0), None)
+        code = exit_code(lead, root.name) if lead else None
+        if conditions.get("Failed") == "True" or (code is not None and code != 0):
+            state = "Failed"
+        elif (
+            conditions.get("Complete") == "True"
+            or conditions.get("Completed") == "True"
+            or code == 0
+        ):
+            state = "Succeeded"
+        elif conditions.get("Suspended") == "True":
+            state = "Suspended"
+        elif phases.get("Running", 0) >= root.size > 0:
+            state = "Running"
+        else:
+            state = "Pending"
+        created = root.created
+        age = (datetime.now(UTC) - created).total_seconds() if created else 0.0
+        return Status(root.name, root.target, root.size, root.max_size, state, age, phases, code)
+
+    def list(self) -> list[Status]:
+        statuses = []
+        for target, kind_name in ROOT_KINDS.items():
+            try:
+                objects = self.kube.list(
+                    kind_name, labels={MANAGED_BY: "fluxhop", TARGET_LABEL: target}
+                )
+            except NotInstalled:
+                continue
+            statuses += [self.status(Root(target, obj)) for obj in objects]
+        return sorted(statuses, key=lambda s: s.name)
+
+    # --- wait / logs --------------------------------------------------------------
+
+    def _watch_pods(self, root: Root, stop: threading.Event) -> queue.Queue[Any]:
+        """Pod events on a queue, from a daemon thread, so waits can time out."""
+        events: queue.Queue[Any] = queue.Queue()
+
+        def pump() -> None:
+            try:
+                for event, pod in self.kube.watch("Pod", labels=root.pod_selector):
+                    events.put((event, pod))
+                    if stop.is_set():
+                        return
+            except BaseException as err:  # handed to the waiting thread
+                events.put(err)
+
+        threading.Thread(target=pump, name=f"watch-{root.name}", daemon=True).start()
+        return events
+
+    def wait(
+        self,
+        root: Root,
+        until: Callable[[Progress], bool],
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """Watch the pods (one watch) until ``until(progress)`` holds."""
+        progress = Progress(root.size)
+        stop = threading.Event()
+        events = self._watch_pods(root, stop)
+        deadline = None if timeout is None else self.clock() + timeout
+        try:
+            while True:
+                remaining = None if deadline is None else max(0.0, deadline - self.clock())
+                try:
+                    item = events.get(timeout=remaining)
+                except queue.Empty:
+                    raise self._stuck(root, progress, timeout or 0) from None
+                if isinstance(item, BaseException):
+                    raise item
+                event, pod = item
+                name = pod["metadata"]["name"]
+                if event == "DELETED":
+                    progress.pods.pop(name, None)
+                else:
+                    progress.pods[name] = pod
+                if on_progress:
+                    on_progress(progress)
+                if until(progress):
+                    return progress
+        finally:
+            stop.set()
+
+    def _stuck(self, root: Root, progress: Progress, timeout: float) -> WaitTimeout:
+        reasons = []
+        for name, pod in sorted(progress.pods.items()):
+            phase = pod.get("status", {}).get("phase", "Pending")
+            if phase in ("Running", "Succeeded", "Failed"):
+                continue
+            why = ""
+            events = [
+                e for e in self.kube.events_for(name) if e.get("type") == "Warning"
+            ] or self.kube.events_for(name)
+            if events:
+                last = events[-1]
+                why = f" ({last.get('reason')}: {' '.join(str(last.get('message', '')).split())})"
+            reasons.append(f"{name} {phase}{why}")
+        missing = root.size - len(progress.pods)
+        if missing > 0:
+            reasons.append(f"{missing} pod(s) not created yet")
+        return WaitTimeout(
+            f"timed out after {timeout:g}s waiting for MiniCluster {root.name}: "
+            + "; ".join(reasons or ["no pods"])
+        )
+
+    def wait_ready(
+        self,
+        root: Root,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """Until every pod runs, or the job already ended (rank 0 finished or a
+        pod failed; the Job controller then removes the other pods)."""
+
+        def ready(progress: Progress) -> bool:
+            lead_done = any(
+                _index(p) == 0 and p.get("status", {}).get("phase") in ("Succeeded", "Failed")
+                for p in progress.pods.values()
+            )
+            return (
+                lead_done
+                or progress.count("Failed") > 0
+                or progress.running + progress.finished >= root.size
+            )
+
+        return self.wait(root, ready, timeout=timeout, on_progress=on_progress)
+
+    def wait_lead_started(
+        self,
+        root: Root,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> dict[str, Any]:
+        def lead_started(progress: Progress) -> bool:
+            return any(_index(p) == 0 and _started(p, root.name) for p in progress.pods.values())
+
+        progress = self.wait(root, lead_started, timeout=timeout, on_progress=on_progress)
+        return next(p for p in progress.pods.values() if _index(p) == 0 and _started(p, root.name))
+
+    def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
+        """The exit code of rank 0's Flux container, once it has one."""
+
+        def lead_exited(progress: Progress) -> bool:
+            return any(
+                _index(p) == 0 and exit_code(p, root.name) is not None
+                for p in progress.pods.values()
+            )
+
+        progress = self.wait(root, lead_exited, timeout=timeout)
+        lead = next(
+            p
+            for p in progress.pods.values()
+            if _index(p) == 0 and exit_code(p, root.name) is not None
+        )
+        code = exit_code(lead, root.name)
+        return 1 if code is None else code
+
+    def logs(self, root: Root, *, follow: bool = False) -> Iterator[str]:
+        lead = self.lead_pod(root)
+        if lead is None:
+            raise NotFound(f"MiniCluster {root.name} has no rank 0 pod yet")
+        return self.kube.log(lead["metadata"]["name"], root.name, follow=follow)
+
+    # --- scale / delete -----------------------------------------------------------
+
+    def scale(self, root: Root, size: int) -> Root:
+        if size < 1:
+            raise InputError(f"--size must be 1 or more, not {size}")
+        if size > root.max_size:
+            raise InputError(
+                f"--size {size} is above the MiniCluster's maxSize {root.max_size}: the broker config lists "
+                f"{root.max_size} hosts; recreate it with a larger maxSize (--max-size)"
+            )
+        if root.target == "jobset":
+            raise InputError(
+                "a JobSet MiniCluster cannot be resized; create it with --target job to scale it"
+            )
+        if root.target == "job":
+            obj = self.kube.merge_patch(
+                "Job", root.name, {"spec": {"parallelism": size, "completions": size}}
+            )
+        else:
+            obj = self.kube.merge_patch("MiniCluster", root.name, {"spec": {"size": size}})
+        return Root(root.target, obj)
+
+    def delete(self, name: str) -> Root:
+        """Delete a MiniCluster fluxhop created (its root, after checking the
+        label, so that fluxhop never deletes someone else's Job)."""
+        root = self.require(name)
+        self.delete_root(root)
+        return root
+
+    def delete_root(self, root: Root) -> None:
+        """One DELETE of the root; the garbage collector removes the rest."""
+        self.kube.delete(ROOT_KINDS[root.target], root.name)
+
+
+def selector_text(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
+__all__ += ["MINICLUSTER_LABEL", "selector_text"]

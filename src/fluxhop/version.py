@@ -1,0 +1,3 @@
+"""The fluxhop version (its own module, so that any layer may import it)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,823 @@
+"""An HTTP-level fake of the Kubernetes API server, for tests without a cluster.
+
+It serves lightkube through ``httpx2.MockTransport`` and behaves like the real
+thing where fluxhop depends on it:
+
+* it keeps state and ``resourceVersion``s; server-side apply creates absent
+  objects and leaves an unchanged object (and its resourceVersion) alone;
+* it **rejects every write that fails the real schemas**
+  (kubernetes-validate for built-in kinds, the CRDs for JobSet/MiniCluster),
+  with 422 like the API server, so it cannot accept what a cluster refuses;
+* deletes cascade through ``ownerReferences`` (the garbage collector);
+* watches stream events, resume from a resourceVersion, answer an expired one
+  with ``410 Gone``, and can be dropped;
+* faults (403/404/409/410/429/500...) can be injected per request;
+* a small "controller manager" turns Jobs (and JobSets, and MiniClusters, via
+  a Job) into pods that go Pending -> Running -> Succeeded/Failed, refuse to
+  start before their ConfigMap and Secret volumes exist, write logs and exit
+  with the code a test's ``runner`` decides.
+
+Everything else a real cluster does (scheduling, DNS, the operators) is out
+of scope; fluxhop's end-to-end behaviour on a real cluster is not claimed
+from these tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import yaml
+
+from tests.schemas import SchemaError, validate
+
+RESOURCES = {
+    ("api/v1", "configmaps"): ("v1", "ConfigMap"),
+    ("api/v1", "secrets"): ("v1", "Secret"),
+    ("api/v1", "services"): ("v1", "Service"),
+    ("api/v1", "pods"): ("v1", "Pod"),
+    ("api/v1", "events"): ("v1", "Event"),
+    ("apis/networking.k8s.io/v1", "networkpolicies"): ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("apis/batch/v1", "jobs"): ("batch/v1", "Job"),
+    ("apis/jobset.x-k8s.io/v1alpha2", "jobsets"): ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("apis/flux-framework.org/v1alpha2", "miniclusters"): (
+        "flux-framework.org/v1alpha2",
+        "MiniCluster",
+    ),
+    ("apis/trainer.kubeflow.org/v1alpha1", "trainjobs"): (
+        "trainer.kubeflow.org/v1alpha1",
+        "TrainJob",
+    ),
+}
+CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob"}
+PATH = re.compile(
+    r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
+)
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status(
+    code: int, reason: str, message: str, details: dict[str, Any] | None = None
+) -> httpx2.Response:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details is not None:
+        body["details"] = details
+    return httpx2.Response(code, json=body, headers={"content-type": "application/json"})
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def matches(labels: dict[str, str] | None, selector: str | None) -> bool:
+    if not selector:
+        return True
+    labels = labels or {}
+    for term in selector.split(","):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+@dataclass
+class Seen:
+    """One request the fake received."""
+
+    method: str
+    path: str
+    params: dict[str, str]
+    content_type: str
+
+    @property
+    def verb(self) -> str:
+        if self.method == "PATCH" and "apply-patch" in self.content_type:
+            return "APPLY"
+        if self.method == "GET" and self.params.get("watch") == "true":
+            return "WATCH"
+        if self.method == "GET" and self.path.endswith("/log"):
+            return "LOG"
+        return self.method
+
+    @property
+    def resource(self) -> str:
+        match = PATH.match(self.path)
+        if not match:
+            return self.path
+        return "/".join(part for part in match.group(3, 4) if part)
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource}"
+
+
+@dataclass
+class Fault:
+    """Answer matching requests with an error, ``times`` times."""
+
+    method: str
+    path_contains: str
+    code: int
+    times: int = 1
+    reason: str = ""
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    named: bool = True
+
+    def response(self, name: str | None) -> httpx2.Response:
+        reasons = {
+            403: "Forbidden",
+            404: "NotFound",
+            409: "AlreadyExists",
+            410: "Expired",
+            429: "TooManyRequests",
+            500: "InternalError",
+            401: "Unauthorized",
+        }
+        details = {"name": name} if self.named and name else None
+        response = status(
+            self.code,
+            self.reason or reasons.get(self.code, "Error"),
+            self.message or f"injected {self.code}",
+            details,
+        )
+        response.headers.update(self.headers)
+        return response
+
+
+Runner = Callable[[dict[str, Any], int], tuple[list[str], int]]
+
+
+def default_runner(pod: dict[str, Any], index: int) -> tuple[list[str], int]:
+    return ([f"hello from rank {index}\n"] if index == 0 else []), 0
+
+
+class FakeAPIServer:
+    """A namespaced Kubernetes API with just enough controllers for fluxhop."""
+
+    def __init__(
+        self,
+        *,
+        runner: Runner = default_runner,
+        crds: set[str] | None = None,
+        controllers: bool = True,
+    ) -> None:
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.store: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.history: list[tuple[int, str, str, str, dict[str, Any]]] = []
+        self.rv = itertools.count(1000)
+        self.last_rv = 999
+        self.compacted_rv = 0
+        self.requests: list[Seen] = []
+        self.faults: list[Fault] = []
+        self.drop_watch_after: int | None = None
+        self.crds = CRD_KINDS if crds is None else crds
+        self.runner = runner
+        self.schedulable = True
+        self.step_delay = 0.005
+        self.logs: dict[tuple[str, str], list[str]] = {}
+        self.closed = False
+        self.controller = threading.Thread(
+            target=self._control_loop, name="fake-controllers", daemon=True
+        )
+        if controllers:
+            self.controller.start()
+
+    # --- plumbing -------------------------------------------------------------------
+
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handle)
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+        if self.controller.is_alive():
+            self.controller.join(timeout=5)
+
+    def fail(
+        self, method: str, path_contains: str, code: int, times: int = 1, **kwargs: Any
+    ) -> Fault:
+        fault = Fault(method, path_contains, code, times, **kwargs)
+        self.faults.append(fault)
+        return fault
+
+    def seen(self, *verbs: str) -> list[str]:
+        """The requests so far, as "VERB resource" strings (optionally filtered)."""
+        return [str(r) for r in self.requests if not verbs or r.verb in verbs]
+
+    def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        with self.lock:
+            obj = self.store.get((kind, namespace, name))
+            return copy.deepcopy(obj) if obj else None
+
+    def objects(
+        self, namespace: str = "default", kinds: tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]:
+        with self.lock:
+            return [
+                copy.deepcopy(o)
+                for (k, ns, _), o in sorted(self.store.items())
+                if ns == namespace and (not kinds or k in kinds) and k != "Event"
+            ]
+
+    def _bump(self, event: str, kind: str, namespace: str, obj: dict[str, Any]) -> None:
+        version = next(self.rv)
+        self.last_rv = version
+        obj["metadata"]["resourceVersion"] = str(version)
+        self.history.append((version, event, kind, namespace, copy.deepcopy(obj)))
+        self.changed.notify_all()
+
+    def _put(self, kind: str, namespace: str, obj: dict[str, Any], event: str) -> None:
+        self.store[(kind, namespace, obj["metadata"]["name"])] = obj
+        self._bump(event, kind, namespace, obj)
+
+    # --- HTTP -----------------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        url = urlsplit(str(request.url))
+        params = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        seen = Seen(request.method, url.path, params, request.headers.get("content-type", ""))
+        with self.lock:
+            self.requests.append(seen)
+            if self.closed:
+                return status(503, "ServiceUnavailable", "fake server closed")
+        match = PATH.match(url.path)
+        if not match:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        prefix, namespace, plural, name, sub = match.groups()
+        if (prefix, plural) not in RESOURCES:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        api_version, kind = RESOURCES[(prefix, plural)]
+        if kind in CRD_KINDS and kind not in self.crds:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        for fault in self.faults:
+            if (
+                fault.times > 0
+                and fault.method == request.method
+                and fault.path_contains in url.path
+            ):
+                fault.times -= 1
+                return fault.response(name)
+        if request.method == "GET" and sub == "log":
+            return self._log(namespace, name, params)
+        if request.method == "GET" and name is None:
+            if params.get("watch") == "true":
+                return self._watch(kind, namespace, params)
+            return self._list(api_version, kind, namespace, params)
+        if request.method == "GET":
+            return self._get(kind, namespace, name)
+        if request.method == "PATCH":
+            return self._patch(api_version, kind, namespace, name, request, seen.content_type)
+        if request.method == "DELETE":
+            return self._delete(kind, namespace, name)
+        return status(405, "MethodNotAllowed", f"{request.method} is not supported by the fake")
+
+    def _get(self, kind: str, namespace: str, name: str) -> httpx2.Response:
+        with self.lock:
+            obj = self.store.get((kind, namespace, name))
+            if obj is None:
+                return status(
+                    404,
+                    "NotFound",
+                    f'{kind.lower()}s "{name}" not found',
+                    {"name": name, "kind": kind},
+                )
+            return httpx2.Response(200, json=copy.deepcopy(obj))
+
+    def _list(
+        self, api_version: str, kind: str, namespace: str, params: dict[str, str]
+    ) -> httpx2.Response:
+        selector = params.get("labelSelector")
+        fields = params.get("fieldSelector", "")
+        with self.lock:
+            items = []
+            for (k, ns, _), obj in sorted(self.store.items()):
+                if (
+                    k != kind
+                    or ns != namespace
+                    or not matches(obj["metadata"].get("labels"), selector)
+                ):
+                    continue
+                if (
+                    fields.startswith("involvedObject.name=")
+                    and obj.get("involvedObject", {}).get("name") != fields.split("=", 1)[1]
+                ):
+                    continue
+                items.append(copy.deepcopy(obj))
+            body = {
+                "apiVersion": api_version,
+                "kind": f"{kind}List",
+                "metadata": {"resourceVersion": str(self.last_rv)},
+                "items": items,
+            }
+        return httpx2.Response(200, json=body)
+
+    def _patch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        request: httpx2.Request,
+        content_type: str,
+    ) -> httpx2.Response:
+        try:
+            body = yaml.safe_load(request.content)
+        except yaml.YAMLError as err:
+            return status(400, "BadRequest", f"cannot decode body: {err}")
+        with self.lock:
+            existing = self.store.get((kind, namespace, name))
+            if "apply-patch" in content_type:
+                if (
+                    not isinstance(body, dict)
+                    or body.get("kind") != kind
+                    or body.get("apiVersion") != api_version
+                ):
+                    return status(400, "BadRequest", "apply body does not match the URL's kind")
+                if body.get("metadata", {}).get("name") != name:
+                    return status(400, "BadRequest", "the name in the body does not match the URL")
+                if "fieldManager" not in request.url.params:
+                    return status(400, "BadRequest", "fieldManager is required for apply")
+                candidate = copy.deepcopy(body)
+            elif "merge-patch" in content_type:
+                if existing is None:
+                    return status(
+                        404,
+                        "NotFound",
+                        f'{kind.lower()}s "{name}" not found',
+                        {"name": name, "kind": kind},
+                    )
+                candidate = merge_patch(existing, body)
+            else:
+                return status(415, "UnsupportedMediaType", f"unsupported patch type {content_type}")
+            candidate.setdefault("metadata", {})["namespace"] = namespace
+            if existing is not None:
+                for key in SERVER_FIELDS:
+                    if key in existing["metadata"]:
+                        candidate["metadata"][key] = existing["metadata"][key]
+                if "status" in existing and "status" not in body:
+                    candidate["status"] = existing["status"]
+                if candidate == existing:
+                    return httpx2.Response(
+                        200, json=copy.deepcopy(existing)
+                    )  # no change, same resourceVersion
+            else:
+                candidate["metadata"].update(
+                    uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1
+                )
+            try:
+                validate(candidate)
+            except SchemaError as err:
+                return status(
+                    422, "Invalid", f"{kind} {name} is invalid: {err}", {"name": name, "kind": kind}
+                )
+            self._put(kind, namespace, candidate, "MODIFIED" if existing else "ADDED")
+            return httpx2.Response(201 if existing is None else 200, json=copy.deepcopy(candidate))
+
+    def _delete(self, kind: str, namespace: str, name: str) -> httpx2.Response:
+        with self.lock:
+            obj = self.store.get((kind, namespace, name))
+            if obj is None:
+                return status(
+                    404,
+                    "NotFound",
+                    f'{kind.lower()}s "{name}" not found',
+                    {"name": name, "kind": kind},
+                )
+            self._remove(kind, namespace, name)
+            return httpx2.Response(
+                200, json={"kind": "Status", "apiVersion": "v1", "status": "Success"}
+            )
+
+    def _remove(self, kind: str, namespace: str, name: str) -> None:
+        """Delete and cascade to dependents, like the garbage collector."""
+        obj = self.store.pop((kind, namespace, name), None)
+        if obj is None:
+            return
+        self._bump("DELETED", kind, namespace, obj)
+        uid = obj["metadata"].get("uid")
+        for (k, ns, n), other in list(self.store.items()):
+            owners = other["metadata"].get("ownerReferences") or []
+            if ns == namespace and any(ref.get("uid") == uid for ref in owners):
+                self._remove(k, ns, n)
+
+    def _watch(self, kind: str, namespace: str, params: dict[str, str]) -> httpx2.Response:
+        selector = params.get("labelSelector")
+        since = params.get("resourceVersion")
+        if since is not None and int(since) < self.compacted_rv:
+            # as the API server does: 200, then an ERROR event carrying 410
+            expired = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": f"too old resource version: {since} ({self.compacted_rv})",
+                "reason": "Expired",
+                "code": 410,
+            }
+            line = json.dumps({"type": "ERROR", "object": expired}) + "\n"
+            return httpx2.Response(
+                200, headers={"content-type": "application/json"}, content=line.encode()
+            )
+        return httpx2.Response(
+            200,
+            headers={"content-type": "application/json"},
+            content=self._watch_stream(kind, namespace, selector, since),
+        )
+
+    def _watch_stream(
+        self, kind: str, namespace: str, selector: str | None, since: str | None
+    ) -> Iterator[bytes]:
+        sent = 0
+        with self.lock:
+            if since is None:
+                cursor = self.last_rv
+                initial = [
+                    copy.deepcopy(o)
+                    for (k, ns, _), o in sorted(self.store.items())
+                    if k == kind
+                    and ns == namespace
+                    and matches(o["metadata"].get("labels"), selector)
+                ]
+            else:
+                cursor, initial = int(since), []
+            drop = self.drop_watch_after
+            self.drop_watch_after = None
+        for obj in initial:
+            if drop is not None and sent >= drop:
+                return  # the connection drops; the client must resume
+            yield (json.dumps({"type": "ADDED", "object": obj}) + "\n").encode()
+            sent += 1
+        while True:
+            with self.changed:
+                pending = [h for h in self.history if h[0] > cursor]
+                if not pending:
+                    if self.closed:
+                        return
+                    self.changed.wait(timeout=0.2)
+                    continue
+            for version, event, k, ns, obj in pending:
+                cursor = version
+                if (
+                    k != kind
+                    or ns != namespace
+                    or not matches(obj["metadata"].get("labels"), selector)
+                ):
+                    continue
+                if drop is not None and sent >= drop:
+                    return  # the connection drops; the client must resume
+                yield (json.dumps({"type": event, "object": obj}) + "\n").encode()
+                sent += 1
+
+    def _log(self, namespace: str, name: str, params: dict[str, str]) -> httpx2.Response:
+        with self.lock:
+            pod = self.store.get(("Pod", namespace, name))
+            if pod is None:
+                return status(
+                    404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"}
+                )
+            if pod["status"].get("phase") == "Pending":
+                return status(
+                    400,
+                    "BadRequest",
+                    f'container "{params.get("container")}" in pod "{name}" is waiting to start',
+                )
+        follow = params.get("follow") == "true"
+        return httpx2.Response(
+            200,
+            headers={"content-type": "text/plain"},
+            content=self._log_stream(namespace, name, follow),
+        )
+
+    def _log_stream(self, namespace: str, name: str, follow: bool) -> Iterator[bytes]:
+        offset = 0
+        while True:
+            with self.changed:
+                lines = self.logs.get((namespace, name), [])
+                chunk = lines[offset:]
+                offset = len(lines)
+                pod = self.store.get(("Pod", namespace, name))
+                done = pod is None or pod["status"].get("phase") in ("Succeeded", "Failed")
+                if not chunk and follow and not done and not self.closed:
+                    self.changed.wait(timeout=0.2)
+                    continue
+            yield from (line.encode() for line in chunk)
+            if not follow or done or self.closed:
+                return
+
+    # --- controllers ----------------------------------------------------------------
+
+    def _control_loop(self) -> None:
+        while True:
+            with self.changed:
+                if self.closed:
+                    return
+                self._reconcile()
+            time.sleep(self.step_delay)
+
+    def _reconcile(self) -> None:
+        for (kind, namespace, _), obj in list(self.store.items()):
+            if kind == "MiniCluster":
+                self._operator(namespace, obj)
+            elif kind == "JobSet":
+                self._jobset(namespace, obj)
+            elif kind == "Job":
+                self._job(namespace, obj)
+        for (kind, namespace, _), pod in list(self.store.items()):
+            if kind == "Pod":
+                self._kubelet(namespace, pod)
+
+    def _owned(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def _operator(self, namespace: str, mc: dict[str, Any]) -> None:
+        """The Flux Operator, reduced to: a MiniCluster becomes an Indexed Job."""
+        name = mc["metadata"]["name"]
+        if ("Job", namespace, name) in self.store:
+            job = self.store[("Job", namespace, name)]
+            if job["spec"]["parallelism"] != mc["spec"].get("size", 1):
+                job["spec"]["parallelism"] = job["spec"]["completions"] = mc["spec"].get("size", 1)
+                self._bump("MODIFIED", "Job", namespace, job)
+            return
+        size = mc["spec"].get("size", 1)
+        container = {"name": name, "image": mc["spec"]["containers"][0].get("image", "app")}
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": str(uuid.uuid4()),
+                "creationTimestamp": now(),
+                "ownerReferences": [self._owned(mc)],
+            },
+            "spec": {
+                "completionMode": "Indexed",
+                "parallelism": size,
+                "completions": size,
+                "template": {"metadata": {"labels": {}}, "spec": {"containers": [container]}},
+            },
+        }
+        self._put("Job", namespace, job, "ADDED")
+
+    def _jobset(self, namespace: str, jobset: dict[str, Any]) -> None:
+        name = jobset["metadata"]["name"]
+        replicated = jobset["spec"]["replicatedJobs"][0]
+        child_name = f"{name}-{replicated['name']}-0"
+        child = self.store.get(("Job", namespace, child_name))
+        if child is None:
+            spec = copy.deepcopy(replicated["template"]["spec"])
+            spec["template"].setdefault("metadata", {}).setdefault("labels", {})[
+                "jobset.sigs.k8s.io/jobset-name"
+            ] = name
+            job = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": child_name,
+                    "namespace": namespace,
+                    "uid": str(uuid.uuid4()),
+                    "creationTimestamp": now(),
+                    "ownerReferences": [self._owned(jobset)],
+                    "labels": {"jobset.sigs.k8s.io/jobset-name": name},
+                },
+                "spec": spec,
+            }
+            self._put("Job", namespace, job, "ADDED")
+            return
+        done = {
+            c["type"]
+            for c in child.get("status", {}).get("conditions", [])
+            if c["status"] == "True"
+        }
+        conditions = {c["type"] for c in jobset.get("status", {}).get("conditions", [])}
+        for theirs, ours in (("Complete", "Completed"), ("Failed", "Failed")):
+            if theirs in done and ours not in conditions:
+                jobset.setdefault("status", {}).setdefault("conditions", []).append(
+                    {
+                        "type": ours,
+                        "status": "True",
+                        "reason": theirs,
+                        "message": theirs,
+                        "lastTransitionTime": now(),
+                    }
+                )
+                self._bump("MODIFIED", "JobSet", namespace, jobset)
+
+    def _job(self, namespace: str, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        conditions = job.setdefault("status", {}).setdefault("conditions", [])
+        if job["spec"].get("suspend") or any(c["status"] == "True" for c in conditions):
+            return
+        pods = {
+            self._pod_index(p): p
+            for (k, ns, _), p in self.store.items()
+            if k == "Pod"
+            and ns == namespace
+            and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name
+        }
+        for index in range(job["spec"].get("parallelism", 1)):
+            if index not in pods:
+                self._create_pod(namespace, job, index)
+        lead = pods.get(0)
+        failed = [p for p in pods.values() if p["status"]["phase"] == "Failed"]
+        if failed:
+            self._finish(namespace, job, "Failed", "BackoffLimitExceeded")
+        elif lead is not None and lead["status"]["phase"] == "Succeeded":
+            self._finish(namespace, job, "Complete", "SuccessPolicy")
+
+    def _finish(self, namespace: str, job: dict[str, Any], condition: str, reason: str) -> None:
+        job["status"]["conditions"].append(
+            {
+                "type": condition,
+                "status": "True",
+                "reason": reason,
+                "lastProbeTime": now(),
+                "lastTransitionTime": now(),
+            }
+        )
+        self._bump("MODIFIED", "Job", namespace, job)
+        name = job["metadata"]["name"]
+        for (k, ns, n), pod in list(self.store.items()):
+            ours = (
+                k == "Pod"
+                and ns == namespace
+                and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name
+            )
+            if ours and pod["status"]["phase"] in ("Pending", "Running"):
+                self._remove("Pod", ns, n)  # the Job controller terminates the rest
+
+    @staticmethod
+    def _pod_index(pod: dict[str, Any]) -> int:
+        return int(pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"])
+
+    def _create_pod(self, namespace: str, job: dict[str, Any], index: int) -> None:
+        template = copy.deepcopy(job["spec"]["template"])
+        labels = dict(template.get("metadata", {}).get("labels") or {})
+        labels.update(
+            {
+                "batch.kubernetes.io/job-name": job["metadata"]["name"],
+                "job-name": job["metadata"]["name"],
+                "batch.kubernetes.io/job-completion-index": str(index),
+            }
+        )
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{job['metadata']['name']}-{index}-{uuid.uuid4().hex[:5]}",
+                "namespace": namespace,
+                "labels": labels,
+                "uid": str(uuid.uuid4()),
+                "creationTimestamp": now(),
+                "ownerReferences": [self._owned(job)],
+            },
+            "spec": template["spec"],
+            "status": {"phase": "Pending", "conditions": []},
+        }
+        self._put("Pod", namespace, pod, "ADDED")
+
+    def _event(self, namespace: str, pod: dict[str, Any], reason: str, message: str) -> None:
+        name = f"{pod['metadata']['name']}.{reason.lower()}"
+        if ("Event", namespace, name) in self.store:
+            return
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "type": "Warning",
+            "reason": reason,
+            "message": message,
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {
+                "kind": "Pod",
+                "name": pod["metadata"]["name"],
+                "namespace": namespace,
+            },
+        }
+        self._put("Event", namespace, event, "ADDED")
+
+    def _volumes_ready(self, namespace: str, pod: dict[str, Any]) -> str | None:
+        for volume in pod["spec"].get("volumes") or []:
+            if (
+                "configMap" in volume
+                and ("ConfigMap", namespace, volume["configMap"]["name"]) not in self.store
+            ):
+                return f'configmap "{volume["configMap"]["name"]}" not found'
+            if (
+                "secret" in volume
+                and ("Secret", namespace, volume["secret"]["secretName"]) not in self.store
+            ):
+                return f'secret "{volume["secret"]["secretName"]}" not found'
+        return None
+
+    @staticmethod
+    def _interactive(pod: dict[str, Any]) -> bool:
+        container = pod["spec"]["containers"][0]
+        return container.get("command", [""])[-1].endswith("entrypoint.sh") and not container.get(
+            "args"
+        )
+
+    def _lead_finished(self, namespace: str, pod: dict[str, Any]) -> bool:
+        job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        return any(
+            p["status"]["phase"] in ("Succeeded", "Failed")
+            for (k, ns, _), p in self.store.items()
+            if k == "Pod"
+            and ns == namespace
+            and self._pod_index(p) == 0
+            and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job
+        )
+
+    def _kubelet(self, namespace: str, pod: dict[str, Any]) -> None:
+        state = pod["status"]
+        if state["phase"] in ("Succeeded", "Failed"):
+            return
+        if not any(
+            c["type"] == "PodScheduled" and c["status"] == "True" for c in state["conditions"]
+        ):
+            if not self.schedulable:
+                self._event(
+                    namespace,
+                    pod,
+                    "FailedScheduling",
+                    "0/3 nodes are available: 3 Insufficient cpu.",
+                )
+                return
+            pod["spec"]["nodeName"] = "node-1"
+            state["conditions"].append({"type": "PodScheduled", "status": "True"})
+            self._bump("MODIFIED", "Pod", namespace, pod)
+            return
+        if state["phase"] == "Pending":
+            missing = self._volumes_ready(namespace, pod)
+            if missing:
+                self._event(namespace, pod, "FailedMount", f"MountVolume.SetUp failed: {missing}")
+                return
+            state["phase"] = "Running"
+            name = pod["spec"]["containers"][0]["name"]
+            state["containerStatuses"] = [
+                {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}
+            ]
+            self._bump("MODIFIED", "Pod", namespace, pod)
+            return
+        index = self._pod_index(pod)
+        if index != 0 and not self._lead_finished(namespace, pod):
+            return  # workers finish when the lead does (the instance shuts down)
+        if index == 0 and self._interactive(pod):
+            return  # an interactive instance stays up until it is deleted
+        lines, code = self.runner(pod, index)
+        self.logs.setdefault((namespace, pod["metadata"]["name"]), []).extend(lines)
+        state["phase"] = "Succeeded" if code == 0 else "Failed"
+        name = pod["spec"]["containers"][0]["name"]
+        state["containerStatuses"] = [
+            {
+                "name": name,
+                "ready": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                    }
+                },
+            }
+        ]
+        self._bump("MODIFIED", "Pod", namespace, pod)

@@ -1,0 +1,78 @@
+"""Fixtures: a fake API server, a kubeconfig pointing at it, and clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fluxhop.cluster.api import Kube
+from fluxhop.cluster.minicluster import MiniClusters
+from tests.cluster.fakeapi import FakeAPIServer
+
+SERVER = "https://fake.invalid:6443"
+
+
+def write_kubeconfig(path: Path, *, namespace: str = "default", context: str = "fake") -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": context,
+                "clusters": [{"name": "fake", "cluster": {"server": SERVER}}],
+                "users": [{"name": "tester", "user": {"token": "secret-token"}}],
+                "contexts": [
+                    {
+                        "name": context,
+                        "context": {"cluster": "fake", "user": "tester", "namespace": namespace},
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def fake():
+    server = FakeAPIServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def kubeconfig(tmp_path) -> Path:
+    return write_kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def kube(fake, kubeconfig, sleeps) -> Kube:
+    client = Kube.connect(str(kubeconfig), transport=fake.transport(), sleep=sleeps.append)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ops(kube) -> MiniClusters:
+    return MiniClusters(kube)
+
+
+@pytest.fixture
+def cli_cluster(fake, monkeypatch, sleeps):
+    """Make every Kube.connect of the CLI talk to the fake server."""
+    original = Kube.connect.__func__
+
+    def connect(cls, kubeconfig=None, context=None, namespace=None, **options):
+        options.setdefault("transport", fake.transport())
+        options.setdefault("sleep", sleeps.append)
+        return original(cls, kubeconfig, context, namespace, **options)
+
+    monkeypatch.setattr(Kube, "connect", classmethod(connect))
+    return fake

@@ -1,0 +1,320 @@
+"""MiniCluster operations against the fake API server: request sequences,
+ownership, cleanup, retries, watches and every error message."""
+
+from __future__ import annotations
+
+import base64
+
+import httpx2
+import pytest
+
+from fluxhop.cluster.api import Kube
+from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.errors import (
+    AlreadyExists,
+    ClusterError,
+    Forbidden,
+    NotInstalled,
+    Unauthorized,
+    Unreachable,
+    WaitTimeout,
+)
+from fluxhop.spec.flags import minicluster_from_flags
+from tests.cluster.fixtures import SERVER
+
+CHILDREN = [
+    "configmaps/demo-flux-config",
+    "secrets/demo-flux-curve",
+    "services/demo",
+    "networkpolicies/demo-flux-broker",
+]
+
+
+def spec(**kwargs):
+    options = {"image": "ubuntu:noble", "nodes": 2, "name": "demo"} | kwargs
+    return minicluster_from_flags(["sh", "-c", 'echo "a  b" && exit 3'], **options)
+
+
+def test_create_is_one_apply_per_object_plus_one_watch(fake, ops):
+    root = ops.create(spec())
+    ops.wait_ready(root, timeout=30)
+    assert fake.seen() == [
+        "GET jobs/demo",
+        "APPLY jobs/demo",
+        *(f"APPLY {c}" for c in CHILDREN),
+        "WATCH pods",
+    ]
+    job = fake.get("Job", "demo")
+    for kind, name in (
+        ("ConfigMap", "demo-flux-config"),
+        ("Secret", "demo-flux-curve"),
+        ("Service", "demo"),
+        ("NetworkPolicy", "demo-flux-broker"),
+    ):
+        owners = fake.get(kind, name)["metadata"]["ownerReferences"]
+        assert owners == [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "demo",
+                "uid": job["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    assert all(
+        r.params.get("fieldManager") == "fluxhop" for r in fake.requests if r.verb == "APPLY"
+    )
+
+
+def test_pods_do_not_start_before_their_config_map_and_secret(fake, ops, monkeypatch):
+    import time
+
+    applied = []
+    original = ops.kube.apply
+
+    def slow_apply(obj, **kwargs):
+        result = original(obj, **kwargs)
+        applied.append(obj["kind"])
+        if obj["kind"] == "Job":
+            time.sleep(0.3)  # the job controller creates pods meanwhile
+            pods = fake.objects(kinds=("Pod",))
+            assert pods and all(p["status"]["phase"] == "Pending" for p in pods)
+        return result
+
+    monkeypatch.setattr(ops.kube, "apply", slow_apply)
+    root = ops.create(spec())
+    assert ops.wait_exit(root, timeout=30) == 0
+    assert applied[0] == "Job"
+    events = [o for (k, _, _), o in fake.store.items() if k == "Event"]
+    assert any(e["reason"] == "FailedMount" for e in events)  # the kubelet waited for the volumes
+
+
+def test_reapplying_an_unchanged_spec_changes_nothing_and_keeps_the_key(fake, ops):
+    fake.schedulable = False  # keep the job controller from updating the Job's status meanwhile
+    ops.create(spec())
+    before = {
+        (o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+        for o in fake.objects()
+        if o["kind"] != "Pod"
+    }
+    secret = fake.get("Secret", "demo-flux-curve")["data"]
+    fake.requests.clear()
+    ops.create(spec())
+    after = {
+        (o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+        for o in fake.objects()
+        if o["kind"] != "Pod" and (o["kind"], o["metadata"]["name"]) in before
+    }
+    assert after == before
+    assert fake.get("Secret", "demo-flux-curve")["data"] == secret  # never rotated
+    assert "APPLY secrets/demo-flux-curve" not in fake.seen()
+
+
+def test_same_name_different_spec_is_refused_and_nothing_changes(fake, ops):
+    ops.create(spec())
+    job = fake.get("Job", "demo")
+    with pytest.raises(AlreadyExists) as info:
+        ops.create(spec(nodes=3))
+    assert "already exists" in str(info.value) and "fluxhop delete demo" in str(info.value)
+    assert fake.get("Job", "demo") == job
+
+
+def test_failure_part_way_leaves_nothing_behind(fake, ops):
+    fake.fail(
+        "PATCH",
+        "/secrets/",
+        403,
+        message='secrets is forbidden: User "dev" cannot patch resource "secrets"',
+    )
+    with pytest.raises(Forbidden) as info:
+        ops.create(spec())
+    message = str(info.value)
+    assert "you may not patch secrets in namespace default" in message
+    assert "\n" not in message
+    assert fake.objects() == []
+    assert fake.seen("DELETE") == ["DELETE jobs/demo"]
+
+
+def test_interrupt_during_create_deletes_what_was_created(fake, ops, monkeypatch):
+    original = ops.kube.apply
+
+    def interrupted(obj, **kwargs):
+        if obj["kind"] == "Service":
+            raise KeyboardInterrupt
+        return original(obj, **kwargs)
+
+    monkeypatch.setattr(ops.kube, "apply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ops.create(spec())
+    assert fake.objects() == []
+
+
+def test_server_rejects_what_fails_the_schema(fake, ops, monkeypatch):
+    import fluxhop.cluster.minicluster as module
+
+    original = module.render
+
+    def broken(*args, **kwargs):
+        objects = original(*args, **kwargs)
+        objects[0]["data"] = {"bad key!": "x"} | objects[0]["data"]
+        objects[-1]["spec"]["parallelizm"] = 2
+        return objects
+
+    monkeypatch.setattr(module, "render", broken)
+    with pytest.raises(ClusterError, match="rejected Job demo"):
+        ops.create(spec())
+    assert fake.objects() == []
+
+
+def test_delete_is_one_request_and_cascades(fake, ops):
+    root = ops.create(spec())
+    ops.wait_ready(root, timeout=30)
+    fake.requests.clear()
+    ops.delete_root(root)
+    assert fake.seen() == ["DELETE jobs/demo"]
+    assert fake.objects() == []
+
+
+def test_retries_429_and_500_with_backoff(fake, ops, sleeps):
+    fake.fail("PATCH", "/configmaps/", 429, times=2, headers={"Retry-After": "1"})
+    fake.fail("GET", "/jobs/demo", 500, times=1)
+    ops.create(spec())
+    assert sleeps == [0.2, 1.0, 1.0]  # 500 backoff, then Retry-After twice
+    assert fake.seen().count("GET jobs/demo") == 2
+    assert fake.seen().count("APPLY configmaps/demo-flux-config") == 3
+    assert fake.get("ConfigMap", "demo-flux-config") is not None
+
+
+def test_gives_up_after_repeated_500s(fake, ops, sleeps):
+    fake.fail("GET", "/jobs/demo", 500, times=10)
+    with pytest.raises(ClusterError, match="500"):
+        ops.create(spec())
+    assert len(sleeps) == 5
+
+
+def test_watch_resumes_after_a_dropped_connection(fake, ops):
+    fake.drop_watch_after = 1
+    root = ops.create(spec())
+    assert ops.wait_exit(root, timeout=30) == 0
+    watches = [r for r in fake.requests if r.verb == "WATCH"]
+    assert len(watches) >= 2
+    assert "resourceVersion" in watches[1].params  # resumed, not restarted
+
+
+def test_watch_restarts_after_410_gone(fake, ops):
+    fake.drop_watch_after = 1
+    fake.compacted_rv = 10**9  # every resumed watch is too old
+    root = ops.create(spec())
+    assert ops.wait_exit(root, timeout=30) == 0
+    watches = [r for r in fake.requests if r.verb == "WATCH"]
+    assert len(watches) >= 3
+    assert any("resourceVersion" not in w.params for w in watches[1:])  # restarted from scratch
+
+
+def test_timeout_names_stuck_pods_and_why(fake, ops):
+    fake.schedulable = False
+    root = ops.create(spec())
+    with pytest.raises(WaitTimeout) as info:
+        ops.wait_ready(root, timeout=0.5)
+    message = str(info.value)
+    assert "timed out after 0.5s" in message
+    assert "demo-0-" in message and "demo-1-" in message
+    assert "FailedScheduling: 0/3 nodes are available: 3 Insufficient cpu." in message
+    assert "\n" not in message
+
+
+def test_job_exit_code_and_logs(fake, ops):
+    fake.runner = lambda pod, index: (["a  b\n"], 3) if index == 0 else ([], 0)
+    root = ops.create(spec())
+    lead = ops.wait_lead_started(root, timeout=30)
+    assert ops.wait_exit(root, timeout=30) == 3
+    assert "".join(ops.kube.log(lead["metadata"]["name"], "demo", follow=True)) == "a  b\n"
+    assert ops.status(root).state == "Failed"
+    assert ops.status(root).exit_code == 3
+
+
+@pytest.mark.parametrize("target, kind", [("jobset", "JobSet"), ("minicluster", "MiniCluster")])
+def test_other_targets_run_through_the_fake(fake, ops, target, kind):
+    root = ops.create(spec(), target)
+    assert root.obj["kind"] == kind
+    assert ops.wait_exit(root, timeout=30) == 0
+    assert ops.find("demo").target == target
+    ops.delete_root(root)
+    assert fake.objects() == []
+
+
+def test_missing_crd_says_what_to_install(fake, ops):
+    fake.crds = set()
+    with pytest.raises(NotInstalled) as info:
+        ops.create(spec(), "jobset")
+    assert str(info.value) == (
+        "the JobSet API (jobset.x-k8s.io) is not installed in this cluster; "
+        "install the JobSet controller, or use --target job"
+    )
+    with pytest.raises(NotInstalled, match="install the Flux Operator"):
+        ops.create(spec(), "minicluster")
+
+
+def test_unauthorized(fake, ops):
+    fake.fail("GET", "/jobs/", 401, named=False)
+    with pytest.raises(Unauthorized, match=r"refused the credentials of context fake \(401"):
+        ops.create(spec())
+
+
+def test_unreachable(kubeconfig):
+    def refuse(request):
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    kube = Kube.connect(
+        str(kubeconfig), transport=httpx2.MockTransport(refuse), sleep=lambda s: None
+    )
+    with pytest.raises(Unreachable) as info:
+        MiniClusters(kube).create(spec())
+    assert str(info.value) == f"cannot reach the Kubernetes API at {SERVER}: connection refused"
+
+
+def test_scale_within_max_size(fake, ops):
+    root = ops.create(spec(max_size=4))
+    scaled = ops.scale(root, 3)
+    job = fake.get("Job", "demo")
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 3
+    assert scaled.size == 3
+    with pytest.raises(Exception, match="above the MiniCluster's maxSize 4"):
+        ops.scale(scaled, 5)
+
+
+def test_find_ignores_objects_fluxhop_did_not_create(fake, ops):
+    import yaml
+
+    foreign = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert foreign  # a Job named demo that someone else owns:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
+            }
+        },
+    }
+    fake.handle(
+        httpx2.Request(
+            "PATCH",
+            "https://fake.invalid:6443/apis/batch/v1/namespaces/default/jobs/demo?fieldManager=x",
+            headers={"content-type": "application/apply-patch+yaml"},
+            content=yaml.safe_dump(job),
+        )
+    )
+    with pytest.raises(ClusterError, match="not created by fluxhop"):
+        ops.delete("demo")
+    assert fake.get("Job", "demo") is not None
+
+
+def test_secret_holds_a_loadable_certificate(fake, ops):
+    from fluxhop.flux.curve import CurveCert
+
+    ops.create(spec())
+    text = base64.b64decode(fake.get("Secret", "demo-flux-curve")["data"]["curve.cert"]).decode()
+    assert CurveCert.from_zpl(text).name == "demo"

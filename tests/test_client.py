@@ -1,0 +1,72 @@
+"""fluxhop.Client: the Python API, against the fake API server."""
+
+from __future__ import annotations
+
+import pytest
+
+import fluxhop
+from fluxhop.errors import InputError, NotFound
+from tests.conformance import REPO
+
+SPEC = {
+    "apiVersion": "flux-framework.org/v1alpha2",
+    "kind": "MiniCluster",
+    "metadata": {"name": "api-demo"},
+    "spec": {
+        "size": 2,
+        "maxSize": 3,
+        "tasks": 2,
+        "containers": [{"image": "ubuntu", "command": "hostname"}],
+    },
+}
+
+
+@pytest.fixture
+def client(fake, kubeconfig):
+    with fluxhop.Client(kubeconfig=str(kubeconfig), transport=fake.transport()) as api:
+        yield api
+
+
+def test_create_wait_logs_get_list_scale_delete(client, fake):
+    fake.runner = lambda pod, index: (["out\n"], 0)
+    name = client.create(SPEC)
+    assert name == "api-demo" and client.namespace == "default"
+    status = client.wait(name, timeout=30)
+    assert (status.state, status.exit_code, status.size, status.max_size) == ("Succeeded", 0, 2, 3)
+    assert list(client.logs(name)) == ["out\n"]
+    assert [s.name for s in client.list()] == ["api-demo"]
+    assert client.get(name).target == "job"
+    client.delete(name)
+    assert fake.objects() == []
+    with pytest.raises(NotFound):
+        client.get(name)
+
+
+def test_create_accepts_a_model_a_file_and_yaml_text(client, fake):
+    from fluxhop.spec import MiniCluster
+
+    assert client.create(MiniCluster.from_dict(SPEC)) == "api-demo"
+    assert client.create(str(REPO / "examples" / "lammps.yaml")) == "lammps"
+    assert (
+        client.create(
+            "metadata: {name: texty}\nspec: {containers: [{image: x, command: hostname}]}"
+        )
+        == "texty"
+    )
+    assert {o["metadata"]["name"] for o in fake.objects(kinds=("Job",))} == {
+        "api-demo",
+        "lammps",
+        "texty",
+    }
+
+
+def test_scale(client, fake):
+    client.create(SPEC)
+    assert client.scale("api-demo", 3).size == 3
+    with pytest.raises(InputError, match="maxSize 3"):
+        client.scale("api-demo", 4)
+
+
+def test_unknown_backend():
+    with pytest.raises(InputError, match="backend"):
+        fluxhop.Client(backend="slurm")
