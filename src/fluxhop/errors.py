@@ -97,6 +97,10 @@ class AlreadyExists(ClusterError):
     """An object of that name exists and differs from what was asked for."""
 
 
+class NotOurs(ClusterError):
+    """An object with the requested name exists but fluxhop did not create it."""
+
+
 class WaitTimeout(ClusterError):
     """Waiting for pods or a job took longer than allowed."""
 

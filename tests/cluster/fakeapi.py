@@ -434,6 +434,15 @@ class FakeAPIServer:
             if ns == namespace and any(ref.get("uid") == uid for ref in owners):
                 self._remove(k, ns, n)
 
+    def owner_deleted(self, uid: str, namespace: str = "default") -> None:
+        """The garbage collector's response to the deletion of an owner this
+        fake does not serve (e.g. a DWS Workflow): remove its dependents."""
+        with self.changed:
+            for (kind, ns, name), other in list(self.store.items()):
+                owners = other["metadata"].get("ownerReferences") or []
+                if ns == namespace and any(ref.get("uid") == uid for ref in owners):
+                    self._remove(kind, ns, name)
+
     def _watch(self, kind: str, namespace: str, params: dict[str, str]) -> httpx2.Response:
         selector = params.get("labelSelector")
         since = params.get("resourceVersion")

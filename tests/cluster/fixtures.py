@@ -35,6 +35,20 @@ def write_kubeconfig(path: Path, *, namespace: str = "default", context: str = "
     return path
 
 
+def foreign_job(name: str, namespace: str = "default") -> dict:
+    """A Job someone else made (no fluxhop labels), for "leave it alone" tests."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
+            }
+        },
+    }
+
+
 @pytest.fixture
 def fake():
     server = FakeAPIServer()

@@ -20,7 +20,7 @@ from fluxhop.errors import (
     WaitTimeout,
 )
 from fluxhop.spec.flags import minicluster_from_flags
-from tests.cluster.fixtures import SERVER
+from tests.cluster.fixtures import SERVER, foreign_job
 
 CHILDREN = [
     "configmaps/demo-flux-config",
@@ -285,28 +285,7 @@ def test_scale_within_max_size(fake, ops):
 
 
 def test_find_ignores_objects_fluxhop_did_not_create(fake, ops):
-    import yaml
-
-    foreign = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
-    assert foreign  # a Job named demo that someone else owns:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "demo", "namespace": "default"},
-        "spec": {
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
-            }
-        },
-    }
-    fake.handle(
-        httpx2.Request(
-            "PATCH",
-            "https://fake.invalid:6443/apis/batch/v1/namespaces/default/jobs/demo?fieldManager=x",
-            headers={"content-type": "application/apply-patch+yaml"},
-            content=yaml.safe_dump(job),
-        )
-    )
+    ops.kube.apply(foreign_job("demo"))  # a Job named demo that someone else owns
     with pytest.raises(ClusterError, match="not created by fluxhop"):
         ops.delete("demo")
     assert fake.get("Job", "demo") is not None

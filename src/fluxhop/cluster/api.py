@@ -107,6 +107,20 @@ class Kube:
             client, resolved.namespace, server=resolved.server, context=resolved.context, **options
         )
 
+    def in_namespace(self, namespace: str) -> Kube:
+        """The same cluster connection, aimed at another namespace."""
+        if namespace == self.namespace:
+            return self
+        return Kube(
+            self.client,
+            namespace,
+            server=self.server,
+            context=self.context,
+            retries=self.retries,
+            backoff=self.backoff,
+            sleep=self.sleep,
+        )
+
     # --- error handling -------------------------------------------------
 
     def _translate(self, err: Exception, verb: str, what: Kind, name: str | None) -> ClusterError:

@@ -17,7 +17,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,11 +25,11 @@ from typing import Any
 from fluxhop.cluster.api import Kube
 from fluxhop.errors import (
     AlreadyExists,
-    ClusterError,
     FluxhopError,
     InputError,
     NotFound,
     NotInstalled,
+    NotOurs,
     WaitTimeout,
 )
 from fluxhop.flux.curve import CurveCert
@@ -230,13 +230,24 @@ class MiniClusters:
     # --- create -----------------------------------------------------------------
 
     def create(
-        self, spec: MiniCluster, target: str = "job", *, cluster_domain: str = "cluster.local"
+        self,
+        spec: MiniCluster,
+        target: str = "job",
+        *,
+        cluster_domain: str = "cluster.local",
+        owners: Sequence[dict[str, Any]] = (),
     ) -> Root:
-        """Apply the objects of ``spec``; re-applying an unchanged spec changes nothing."""
+        """Apply the objects of ``spec``; re-applying an unchanged spec changes nothing.
+
+        ``owners`` become the root's ownerReferences (e.g. a DWS Workflow), so
+        that the whole MiniCluster is garbage-collected with them.
+        """
         if spec.namespace != self.kube.namespace:
             spec = spec.renamed(namespace=self.kube.namespace)
         objects = prepare(spec, target, cluster_domain=cluster_domain)
         root_obj = objects[-1]
+        if owners:
+            root_obj["metadata"]["ownerReferences"] = [dict(owner) for owner in owners]
         existing = self.kube.get(root_obj["kind"], spec.name)
         if existing is not None:
             annotations = existing["metadata"].get("annotations") or {}
@@ -278,7 +289,7 @@ class MiniClusters:
             owners = {ref.get("kind") for ref in obj["metadata"].get("ownerReferences") or []}
             if owners & set(ROOT_KINDS.values()):
                 continue  # e.g. the Job the Flux Operator made for a MiniCluster
-            raise ClusterError(
+            raise NotOurs(
                 f"{kind_name} {name} exists but was not created by fluxhop; leaving it alone"
             )
         return None

@@ -1,0 +1,164 @@
+"""``fluxhop hop`` (and ``flux hop``): a MiniCluster on rabbit nodes from flags.
+
+The flags are the ``rabbit.mpi.*`` attributes a Flux job would carry; they go
+through the same parser as a jobspec, so ``flux hop`` and a job's
+``-S rabbit.mpi.*`` always mean the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from fluxhop.cli.app import cli
+from fluxhop.cli.common import echo_objects, output_option, target_option
+from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, RabbitRequest
+from fluxhop.render import render
+from fluxhop.spec.flags import parse_env
+from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.names import random_name
+
+
+def request_from_flags(
+    *,
+    image: str,
+    command: str | None,
+    workdir: str | None,
+    tasks: int | None,
+    nodes: int | None,
+    rabbits: str,
+    add_flux: bool | None,
+    succeed: bool,
+    exclusive: bool,
+    env: tuple[str, ...],
+    pull_policy: str | None,
+    pull_secret: str | None,
+) -> RabbitRequest:
+    """The request a job with the same ``-S rabbit.mpi.*`` attributes makes."""
+    given: dict[str, Any] = {
+        "image": image,
+        "command": command,
+        "workdir": workdir,
+        "tasks": tasks,
+        "nodes": nodes,
+        "rabbits": rabbits,
+        "add_flux": add_flux,
+        "succeed": succeed or None,
+        "exclusive": exclusive or None,
+        "env": parse_env(env) or None,
+        "pull_policy": pull_policy,
+        "pull_secret": pull_secret,
+    }
+    mpi = {key: value for key, value in given.items() if value is not None}
+    return RabbitRequest.from_jobspec({"attributes": {"system": {"rabbit": {"mpi": mpi}}}})
+
+
+def summary(spec: MiniCluster, request: RabbitRequest) -> str:
+    lead = spec.spec.flux_container
+    rows = {
+        "name": f"{spec.namespace}/{spec.name}",
+        "image": lead.image,
+        "command": " ".join(lead.command or []) or "(interactive)",
+        "workdir": lead.working_dir or "(the image's)",
+        "rabbits": ",".join(spec.spec.pod.node_affinity.get("kubernetes.io/hostname", [])),
+        "nodes": str(spec.spec.size),
+        "tasks": str(spec.spec.tasks),
+        "flux view": "no (the image has Flux)" if spec.spec.flux.container.disable else "added",
+        "always succeed": "yes" if request.succeed else "no",
+        "environment": ", ".join(f"{k}={v}" for k, v in lead.environment.items()) or "-",
+    }
+    width = max(len(key) for key in rows)
+    return "".join(f"{key.rjust(width)}: {value}\n" for key, value in rows.items())
+
+
+@cli.command("hop")
+@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="Container image.")
+@click.option("--command", help="Command to run (default: an interactive MiniCluster).")
+@click.option("--workdir", help="Working directory of the command.")
+@click.option("--tasks", type=int, help="Total MPI tasks (default: one per node).")
+@click.option("--nodes", type=int, help="Number of rabbits to use (default: all of --rabbits).")
+@click.option("--rabbits", required=True, metavar="A,B,...", help="Rabbit node names to run on.")
+@click.option(
+    "--add-flux/--no-add-flux",
+    default=None,
+    help="Add the Flux view (default: only for images other than the default, which has Flux).",
+)
+@click.option("--succeed", is_flag=True, help="Label the job always-succeed.")
+@click.option("--exclusive", is_flag=True, help="Run the command with --exclusive.")
+@click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment (repeatable).")
+@click.option("--pull-policy", type=click.Choice(["Always", "IfNotPresent", "Never"]))
+@click.option("--pull-secret", help="Name of an existing image pull Secret.")
+@click.option("--name", help="MiniCluster name (default: a random adjective-noun).")
+@click.option(
+    "--cxi-resource",
+    default=CXI_RESOURCE,
+    show_default=True,
+    help="Device plugin resource of the Slingshot NIC.",
+)
+@target_option()
+@click.option("--cluster-domain", default="cluster.local", show_default=True)
+@kube_options(short_namespace=False)
+@click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")
+@output_option("--output")
+def hop_command(
+    image,
+    command,
+    workdir,
+    tasks,
+    nodes,
+    rabbits,
+    add_flux,
+    succeed,
+    exclusive,
+    env,
+    pull_policy,
+    pull_secret,
+    name,
+    cxi_resource,
+    target,
+    cluster_domain,
+    kubeconfig,
+    context,
+    namespace,
+    dry_run,
+    output,
+) -> int:  # type: ignore[no-untyped-def]
+    """Create a MiniCluster on rabbit nodes, as ``-S rabbit.mpi.*`` would
+    (flux hop --rabbits r1,r2 --command "lmp -in in.reaxff")."""
+    request = request_from_flags(
+        image=image,
+        command=command,
+        workdir=workdir,
+        tasks=tasks,
+        nodes=nodes,
+        rabbits=rabbits,
+        add_flux=add_flux,
+        succeed=succeed,
+        exclusive=exclusive,
+        env=env,
+        pull_policy=pull_policy,
+        pull_secret=pull_secret,
+    )
+    spec = request.to_minicluster(
+        request.rabbits or (),
+        name=name or random_name(),
+        namespace=namespace or "default",
+        uid=os.getuid(),
+        gid=os.getgid(),
+        cxi_resource=cxi_resource,
+    )
+    if dry_run:
+        echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
+        return 0
+    ops = connect(kubeconfig, context, namespace)
+    root = ops.create(spec, target, cluster_domain=cluster_domain)
+    click.echo(summary(spec, request), nl=False)
+    click.echo(
+        f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace}); "
+        f"fluxhop shell {root.name} to use it, fluxhop delete {root.name} when done",
+        err=True,
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""Kubernetes I/O: configuration, the API client, and MiniCluster operations."""

@@ -1,0 +1,149 @@
+"""The DWS lifecycle hooks a rabbit-aware Flux module calls.
+
+``on_setup`` runs when a job's Workflow goes to Setup and creates the
+MiniCluster the job asked for; ``on_teardown`` runs when the Workflow is torn
+down, keeps the tail of rank 0's log for the job, and deletes the MiniCluster.
+
+Both are plain functions (no Flux handle, no globals) that are safe to call
+twice: a retried setup re-applies the same objects (placement is
+deterministic, the CURVE key is kept), and a second teardown finds nothing to
+do. The MiniCluster's root object is owned by the Workflow, so even a crash
+between the two leaves nothing behind: deleting the Workflow collects it.
+Errors are :class:`~fluxhop.errors.FluxhopError` with one-line messages, for
+the caller to raise as a job exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from fluxhop.cluster.minicluster import MiniClusters, Root
+from fluxhop.errors import ClusterError, NotOurs
+from fluxhop.flux.jobspec import Jobspec
+from fluxhop.rabbit.policy import Owner, Policy
+from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
+from fluxhop.rabbit.workflow import Workflow
+
+if TYPE_CHECKING:
+    from fluxhop.client import Client
+
+__all__ = ["LOG_LIMIT", "on_setup", "on_teardown", "tail"]
+
+LOG_LIMIT = 50_000  # characters of rank 0's log kept for the job
+log = logging.getLogger("fluxhop.rabbit")
+
+
+def _workflow(workflow: Workflow | Mapping[str, Any]) -> Workflow:
+    return workflow if isinstance(workflow, Workflow) else Workflow.from_object(workflow)
+
+
+def _ops(client: Client, namespace: str) -> MiniClusters:
+    """The client's connection, in the Workflow's namespace (owner references
+    cannot cross namespaces)."""
+    return MiniClusters(client.ops.kube.in_namespace(namespace), clock=client.ops.clock)
+
+
+def on_setup(
+    jobspec: Jobspec | Mapping[str, Any],
+    workflow: Workflow | Mapping[str, Any],
+    rabbits: Iterable[str],
+    owner: Owner | int,
+    client: Client,
+    *,
+    policy: Policy | None = None,
+    cxi_resource: str = CXI_RESOURCE,
+) -> str | None:
+    """Create the MiniCluster a job asked for with ``rabbit.mpi``.
+
+    Returns its name, or None when the job asked for none. ``rabbits`` are
+    the rabbit nodes serving the job's compute nodes; ``owner`` is the job
+    owner (an :class:`Owner`, or a uid looked up on this host).
+    """
+    request = RabbitRequest.from_jobspec(jobspec)
+    if not request.enabled:
+        return None
+    owner = owner if isinstance(owner, Owner) else Owner.lookup(owner)
+    (policy or Policy()).check(owner)
+    flow = _workflow(workflow)
+    spec = request.to_minicluster(
+        rabbits,
+        name=flow.name,
+        namespace=flow.namespace,
+        uid=owner.uid,
+        gid=owner.gid,
+        workflow=flow,
+        cxi_resource=cxi_resource,
+    )
+    _ops(client, flow.namespace).create(
+        spec, client.target, cluster_domain=client.cluster_domain, owners=[flow.owner_reference]
+    )
+    log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, owner.describe())
+    return spec.name
+
+
+def tail(lines: Iterable[str], limit: int = LOG_LIMIT) -> str:
+    """The last ``limit`` characters of a stream, holding little more than that."""
+    kept: deque[str] = deque()
+    size = 0
+    for line in lines:
+        kept.append(line)
+        size += len(line)
+        while kept and size - len(kept[0]) >= limit:
+            size -= len(kept.popleft())
+    return "".join(kept)[-limit:]
+
+
+def _owned_by(root: Root, flow: Workflow) -> bool:
+    references = root.obj["metadata"].get("ownerReferences") or []
+    return any(ref.get("kind") == "Workflow" and ref.get("uid") == flow.uid for ref in references)
+
+
+def _lead_log(ops: MiniClusters, root: Root) -> Iterator[str] | None:
+    try:
+        return ops.logs(root)
+    except ClusterError as err:
+        log.warning("no log kept for rabbit MiniCluster %s: %s", root.name, err)
+        return None
+
+
+def on_teardown(
+    workflow: Workflow | Mapping[str, Any],
+    client: Client,
+    save_log: Callable[[str], None],
+) -> bool:
+    """Keep the tail of rank 0's log (``save_log``) and delete the MiniCluster.
+
+    Returns whether there was a MiniCluster of this Workflow to tear down.
+    The delete happens even when reading or saving the log fails.
+    """
+    flow = _workflow(workflow)
+    ops = _ops(client, flow.namespace)
+    try:
+        root = ops.find(flow.name)
+    except NotOurs as err:
+        log.warning("rabbit teardown of %s: %s", flow.name, err)
+        return False
+    if root is None:
+        return False
+    if not _owned_by(root, flow):
+        log.warning(
+            "rabbit teardown: MiniCluster %s was not created for this Workflow; leaving it alone",
+            flow.name,
+        )
+        return False
+    try:
+        lines = _lead_log(ops, root)
+        if lines is not None:
+            try:
+                text = tail(lines)
+            except ClusterError as err:
+                log.warning("lost the log of rabbit MiniCluster %s: %s", root.name, err)
+            else:
+                save_log(text)
+    finally:
+        ops.delete_root(root)
+    log.info("deleted rabbit MiniCluster %s/%s", flow.namespace, flow.name)
+    return True

@@ -1,0 +1,148 @@
+"""A rabbit MPI request, placed on rabbits, as a :class:`MiniCluster` spec.
+
+Everything is built fresh per call from the request (a frozen value), so no
+defaults are shared between jobs, and the document goes through
+:meth:`MiniCluster.from_dict`, the same validation a user's YAML gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from fluxhop.rabbit.errors import RabbitError
+from fluxhop.rabbit.placement import choose_rabbits
+from fluxhop.rabbit.workflow import Workflow
+from fluxhop.spec.minicluster import MiniCluster
+
+if TYPE_CHECKING:
+    from fluxhop.rabbit.request import RabbitRequest
+
+__all__ = ["ALWAYS_SUCCEED", "RABBIT_NODE_LABEL", "rabbit_minicluster"]
+
+RABBIT_NODE_LABEL = "cray.nnf.node"
+ALWAYS_SUCCEED = "always-succeed"
+# What NNF grants MPI workers in user containers, with everything else dropped.
+CAPABILITIES = ["NET_BIND_SERVICE", "SYS_CHROOT", "AUDIT_WRITE", "SETUID", "SETGID"]
+HOST_DIRECTORIES = {"devices": "/sys/devices", "net": "/sys/class/net"}  # Slingshot/CXI
+
+
+def _identity(uid: int, gid: int) -> dict[str, Any]:
+    for value, what in ((uid, "uid"), (gid, "gid")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise RabbitError(f"the job owner's {what} must be a number 0 or more, not {value!r}")
+    identity: dict[str, Any] = {"runAsUser": uid, "runAsGroup": gid}
+    if uid != 0:
+        identity["runAsNonRoot"] = True
+    return identity
+
+
+def _volumes(
+    request: RabbitRequest, workflow: Workflow | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Container volumes and the DW_* variables that announce them."""
+    volumes: dict[str, Any] = {
+        name: {"hostPath": path, "path": path} for name, path in HOST_DIRECTORIES.items()
+    }
+    env: dict[str, str] = {}
+    if workflow is None:
+        return volumes, env
+    env["DW_WORKFLOW_NAME"] = workflow.name
+    env["DW_WORKFLOW_NAMESPACE"] = workflow.namespace
+    file_systems = workflow.file_systems()
+    for fs in file_systems:
+        # One file system sits at rabbit_mount itself; several get a directory each.
+        mount = (
+            request.rabbit_mount if len(file_systems) == 1 else f"{request.rabbit_mount}/{fs.name}"
+        )
+        volumes[fs.volume_name] = {"hostPath": fs.host_path(workflow.uid), "path": mount}
+        env[fs.env_name] = mount
+    return volumes, env
+
+
+def _environment(request: RabbitRequest, system: dict[str, str]) -> dict[str, str]:
+    clash = sorted(set(system) & set(request.env))
+    if clash:
+        raise RabbitError(
+            f"rabbit.mpi.env.{clash[0]} is set by the workflow itself; use another variable name"
+        )
+    return {**request.env, **system}
+
+
+def rabbit_minicluster(
+    request: RabbitRequest,
+    rabbits: Iterable[str],
+    *,
+    name: str,
+    namespace: str,
+    uid: int,
+    gid: int,
+    workflow: Workflow | Mapping[str, Any] | None,
+    cxi_resource: str,
+) -> MiniCluster:
+    if not request.enabled:
+        raise RabbitError("the job does not ask for a rabbit MiniCluster (set -S rabbit.mpi=true)")
+    if workflow is not None and not isinstance(workflow, Workflow):
+        workflow = Workflow.from_object(workflow)
+    chosen = choose_rabbits(rabbits, request.rabbits, request.nodes)
+    identity = _identity(uid, gid)
+    volumes, system_env = _volumes(request, workflow)
+    container: dict[str, Any] = {
+        "name": name,
+        "image": request.image,
+        "environment": _environment(request, system_env),
+        "volumes": volumes,
+        "resources": {"limits": {cxi_resource: 1}, "requests": {cxi_resource: 1}},
+        "securityContext": {
+            **identity,
+            "privileged": False,
+            "capabilities": {"add": list(CAPABILITIES), "drop": ["ALL"]},
+        },
+    }
+    if request.command:
+        container["command"] = list(request.command)
+    if request.workdir:
+        container["workingDir"] = request.workdir
+    if request.pull_policy:
+        container["imagePullPolicy"] = request.pull_policy
+    if request.pull_secret:
+        container["imagePullSecret"] = request.pull_secret
+    flux: dict[str, Any] = {"container": {"securityContext": dict(identity)}}
+    if not request.adds_flux:
+        flux["container"]["disable"] = True
+    if request.exclusive:
+        flux["optionFlags"] = "--exclusive"
+    spec: dict[str, Any] = {
+        "size": len(chosen),
+        "maxSize": len(chosen),
+        "tasks": request.tasks or len(chosen),
+        "interactive": request.interactive,
+        "containers": [container],
+        "flux": flux,
+        "pod": {
+            "nodeSelector": {RABBIT_NODE_LABEL: "true"},
+            "nodeAffinity": {"kubernetes.io/hostname": list(chosen)},
+            "tolerations": [
+                {
+                    "key": RABBIT_NODE_LABEL,
+                    "operator": "Equal",
+                    "value": "true",
+                    "effect": "NoSchedule",
+                }
+            ],
+            "securityContext": {
+                **identity,
+                "fsGroup": gid,
+                "fsGroupChangePolicy": "OnRootMismatch",
+            },
+        },
+    }
+    if request.succeed:
+        spec["jobLabels"] = {ALWAYS_SUCCEED: "1"}
+    document = {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return MiniCluster.from_dict(document)

@@ -1,0 +1,270 @@
+"""``rabbit.mpi.*`` jobspec attributes, read strictly.
+
+Users ask for an MPI MiniCluster on their job's "rabbit" storage nodes with
+``flux alloc -S rabbit.mpi.image=IMG -S rabbit.mpi.nodes=2 ...``; ``--setattr``
+puts the values under ``attributes.system.rabbit.mpi`` with JSON decoding
+(``true`` -> bool, ``4`` -> int, ``a,b`` -> the string ``"a,b"``).
+
+Unlike the flux-coral2 prototype (reference/flux-coral2-rabbit-mpi.md §7.3),
+every attribute is parsed for its own type: ``add_flux=false`` and ``no``
+both disable the Flux view, ``succeed=no`` is off, ``rabbits=a,b`` is a list,
+an unknown key is an error that names the closest key, and nothing is shared
+between requests (each is a frozen value).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from fluxhop.flux.jobspec import Jobspec
+from fluxhop.rabbit.errors import RabbitError
+
+if TYPE_CHECKING:
+    from fluxhop.rabbit.workflow import Workflow
+    from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = [
+    "CXI_RESOURCE",
+    "DEFAULT_IMAGE",
+    "DEFAULT_MOUNT",
+    "RabbitError",
+    "RabbitRequest",
+    "parse_bool",
+]
+
+DEFAULT_IMAGE = "ghcr.io/converged-computing/flux-slingshot:ubuntu2404"
+DEFAULT_MOUNT = "/mnt/nnf/rabbit"
+CXI_RESOURCE = "beta.hpe.com/cxi"  # the CXI device plugin's resource name
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+KEYS = (
+    "image",
+    "workdir",
+    "command",
+    "add_flux",
+    "succeed",
+    "exclusive",
+    "tasks",
+    "nodes",
+    "rabbits",
+    "env",
+    "pull_policy",
+    "pull_secret",
+    "rabbit_mount",
+)
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def parse_bool(value: Any, key: str) -> bool:
+    """JSON booleans, 0/1, and the strings true/false/yes/no/1/0 (any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: use true or false (or yes/no, 1/0)")
+
+
+def _int(value: Any, key: str, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: must be a whole number")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise RabbitError(
+            f"rabbit.mpi.{key}={json.dumps(value)}: must be a whole number, e.g. {key}=4"
+        )
+    if value < minimum:
+        raise RabbitError(f"rabbit.mpi.{key}={value}: must be {minimum} or more")
+    return value
+
+
+def _str(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: must be a non-empty string")
+    return value.strip()
+
+
+def _command(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list):
+        if not value or not all(isinstance(word, str) for word in value):
+            raise RabbitError("rabbit.mpi.command: a list must hold the command's words as strings")
+        return tuple(value)
+    text = _str(value, "command")
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise RabbitError(f"rabbit.mpi.command={text!r}: {err}") from None
+    if not words:
+        raise RabbitError("rabbit.mpi.command is empty")
+    return tuple(words)
+
+
+def _rabbits(value: Any) -> tuple[str, ...]:
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise RabbitError(
+            f"rabbit.mpi.rabbits={json.dumps(value)}: use a list or a comma-separated string"
+        )
+    cleaned = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not cleaned:
+        raise RabbitError(
+            "rabbit.mpi.rabbits names no rabbit; list node names, e.g. rabbits=rabbit-p1,rabbit-p2"
+        )
+    return cleaned
+
+
+def _env(value: Any) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise RabbitError(
+            f"rabbit.mpi.env={json.dumps(value)}: set variables as -S rabbit.mpi.env.NAME=VALUE"
+        )
+    env: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, (dict, list)) or item is None:
+            raise RabbitError(
+                f"rabbit.mpi.env.{key}: must be a plain value, not {json.dumps(item)}"
+            )
+        env[str(key)] = json.dumps(item) if isinstance(item, bool) else str(item)
+    return MappingProxyType(env)
+
+
+def _attributes(source: Jobspec | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(source, Jobspec):
+        return source.attributes
+    if isinstance(source, Mapping):
+        if "attributes" in source:
+            return source["attributes"] or {}
+        raise RabbitError(
+            "expected a jobspec (with attributes), e.g. {'attributes': {'system': {...}}}"
+        )
+    raise RabbitError(f"expected a jobspec, not {type(source).__name__}")
+
+
+@dataclass(frozen=True)
+class RabbitRequest:
+    """What a job asked for with ``rabbit.mpi.*`` (immutable, one per job)."""
+
+    enabled: bool = False
+    image: str = DEFAULT_IMAGE
+    workdir: str | None = None
+    command: tuple[str, ...] = ()
+    add_flux: bool | None = None
+    succeed: bool = False
+    exclusive: bool = False
+    tasks: int | None = None
+    nodes: int | None = None
+    rabbits: tuple[str, ...] | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    pull_policy: str | None = None
+    pull_secret: str | None = None
+    rabbit_mount: str = DEFAULT_MOUNT
+
+    @property
+    def interactive(self) -> bool:
+        return not self.command
+
+    @property
+    def adds_flux(self) -> bool:
+        """Whether the Flux view is added: an explicit add_flux wins; by default
+        only images other than the default (which has Flux) get it."""
+        if self.add_flux is not None:
+            return self.add_flux
+        return self.image != DEFAULT_IMAGE
+
+    @classmethod
+    def from_jobspec(cls, jobspec: Jobspec | Mapping[str, Any]) -> RabbitRequest:
+        """Read ``attributes.system.rabbit.mpi`` of a jobspec (or jobspec mapping)."""
+        system = _attributes(jobspec).get("system") or {}
+        rabbit = system.get("rabbit") if isinstance(system, Mapping) else None
+        if not isinstance(rabbit, Mapping) or "mpi" not in rabbit or rabbit["mpi"] is None:
+            return cls()
+        mpi = rabbit["mpi"]
+        if isinstance(mpi, Mapping):
+            return cls._from_table(mpi)
+        if isinstance(mpi, str) and not mpi.strip():
+            return cls()
+        if isinstance(mpi, (bool, int, str)):
+            with contextlib.suppress(RabbitError):
+                return cls(enabled=parse_bool(mpi, "enabled"))
+        raise RabbitError(
+            f"rabbit.mpi={json.dumps(mpi)}: use true/false (yes/no, 1/0), "
+            "or set sub-keys such as rabbit.mpi.image=IMAGE"
+        )
+
+    def to_minicluster(
+        self,
+        rabbits: Iterable[str],
+        *,
+        name: str,
+        namespace: str = "default",
+        uid: int,
+        gid: int,
+        workflow: Workflow | Mapping[str, Any] | None = None,
+        cxi_resource: str = CXI_RESOURCE,
+    ) -> MiniCluster:
+        """The MiniCluster for this request on (a subset of) ``rabbits``."""
+        from fluxhop.rabbit.minicluster import rabbit_minicluster
+
+        return rabbit_minicluster(
+            self,
+            rabbits,
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            gid=gid,
+            workflow=workflow,
+            cxi_resource=cxi_resource,
+        )
+
+    @classmethod
+    def _from_table(cls, mpi: Mapping[str, Any]) -> RabbitRequest:
+        values: dict[str, Any] = {"enabled": True}
+        for key, value in mpi.items():
+            if key not in KEYS:
+                close = difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.5)
+                hint = (
+                    f"; did you mean rabbit.mpi.{close[0]}?"
+                    if close
+                    else f"; known keys: {', '.join(KEYS)}"
+                )
+                raise RabbitError(f"rabbit.mpi.{key} is not a rabbit MPI attribute{hint}")
+            values[key] = _parse(key, value)
+        return cls(**values)
+
+
+def _parse(key: str, value: Any) -> Any:
+    if key in ("add_flux", "succeed", "exclusive"):
+        return parse_bool(value, key)
+    if key == "tasks":
+        return _int(value, key, 1)
+    if key == "nodes":
+        return _int(value, key, 1)
+    if key == "command":
+        return _command(value)
+    if key == "rabbits":
+        return _rabbits(value)
+    if key == "env":
+        return _env(value)
+    if key == "pull_policy":
+        policy = _str(value, key)
+        matched = {p.lower(): p for p in PULL_POLICIES}.get(policy.lower())
+        if matched is None:
+            raise RabbitError(
+                f"rabbit.mpi.pull_policy={policy!r}: must be one of {', '.join(PULL_POLICIES)}"
+            )
+        return matched
+    if key == "rabbit_mount":
+        path = _str(value, key)
+        if not path.startswith("/"):
+            raise RabbitError(f"rabbit.mpi.rabbit_mount={path!r}: must be an absolute path")
+        return path.rstrip("/") or "/"
+    return _str(value, key)

@@ -1,0 +1,113 @@
+"""A DWS Workflow and the rabbit file systems its ``#DW`` directives create.
+
+NNF mounts the storage of directive number *i* of a Workflow on each rabbit
+at ``/mnt/nnf/<workflow uid>-<i>``; ``i`` is the directive's position in
+``spec.dwDirectives``, so every directive is located by its own index (the
+prototype assumed index 0). Only GFS2 and Lustre can be mounted a second
+time, into a container; XFS and raw storage cannot, and copy/container
+directives create none. ``persistentdw`` storage is mounted the same way.
+
+Inside the container each file system is announced as NNF user containers
+announce it: ``DW_JOB_<name>`` / ``DW_PERSISTENT_<name>`` (``-`` becomes
+``_``) holds its mount path.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fluxhop.rabbit.errors import RabbitError
+
+__all__ = ["MOUNTABLE_TYPES", "SERVER_PREFIX", "FileSystem", "Workflow"]
+
+SERVER_PREFIX = "/mnt/nnf"
+MOUNTABLE_TYPES = ("gfs2", "lustre")
+
+
+@dataclass(frozen=True)
+class FileSystem:
+    """One mountable rabbit file system of a Workflow."""
+
+    index: int
+    command: str  # "jobdw" or "persistentdw"
+    name: str
+    type: str | None
+
+    @property
+    def env_name(self) -> str:
+        prefix = "DW_JOB_" if self.command == "jobdw" else "DW_PERSISTENT_"
+        return prefix + self.name.replace("-", "_")
+
+    @property
+    def volume_name(self) -> str:
+        return f"rabbit-{self.index}"
+
+    def host_path(self, workflow_uid: str) -> str:
+        return f"{SERVER_PREFIX}/{workflow_uid}-{self.index}"
+
+
+def _arguments(directive: str) -> tuple[str, dict[str, str]]:
+    """``#DW jobdw type=gfs2 name=x`` -> ("jobdw", {"type": "gfs2", "name": "x"})."""
+    try:
+        words = shlex.split(directive)
+    except ValueError:
+        words = directive.split()
+    if len(words) < 2 or words[0] != "#DW":
+        return "", {}
+    pairs = dict(word.split("=", 1) for word in words[2:] if "=" in word)
+    return words[1], pairs
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The parts of a ``dataworkflowservices.github.io`` Workflow fluxhop needs."""
+
+    name: str
+    namespace: str
+    uid: str
+    directives: tuple[str, ...] = ()
+    api_version: str = "dataworkflowservices.github.io/v1alpha3"
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> Workflow:
+        metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
+        if not isinstance(metadata, Mapping) or not metadata.get("name") or not metadata.get("uid"):
+            raise RabbitError(
+                "the Workflow has no metadata.name or metadata.uid; pass the object read from the API server"
+            )
+        spec = obj.get("spec") or {}
+        directives = spec.get("dwDirectives") or []
+        if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
+            raise RabbitError("Workflow spec.dwDirectives must be a list of #DW strings")
+        return cls(
+            name=str(metadata["name"]),
+            namespace=str(metadata.get("namespace") or "default"),
+            uid=str(metadata["uid"]),
+            directives=tuple(directives),
+            api_version=str(obj.get("apiVersion") or cls.api_version),
+        )
+
+    @property
+    def owner_reference(self) -> dict[str, Any]:
+        """Makes the MiniCluster garbage when the Workflow goes (not its controller)."""
+        return {
+            "apiVersion": self.api_version,
+            "kind": "Workflow",
+            "name": self.name,
+            "uid": self.uid,
+        }
+
+    def file_systems(self) -> list[FileSystem]:
+        found: list[FileSystem] = []
+        for index, directive in enumerate(self.directives):
+            command, args = _arguments(directive)
+            if command not in ("jobdw", "persistentdw") or not args.get("name"):
+                continue
+            kind = args.get("type", "").lower() or None
+            if command == "jobdw" and kind not in MOUNTABLE_TYPES:
+                continue  # xfs and raw are per compute node and cannot be mounted twice
+            found.append(FileSystem(index, command, args["name"], kind))
+        return found

@@ -1,0 +1,239 @@
+"""The DWS setup/teardown hooks against the fake API server (which refuses
+anything the real schemas refuse and garbage-collects through owners)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fluxhop
+from fluxhop.errors import Forbidden
+from fluxhop.rabbit.errors import RabbitError
+from fluxhop.rabbit.hooks import LOG_LIMIT, on_setup, on_teardown, tail
+from fluxhop.rabbit.policy import Owner, Policy
+from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fixtures import foreign_job
+from tests.rabbit.conftest import RABBITS, WORKFLOW_UID, rabbit_job, workflow_object
+
+OWNER = Owner(uid=1001, gid=2001, user="alice", groups=("hpc",))
+KINDS = ("ConfigMap", "Secret", "Service", "NetworkPolicy", "Job", "MiniCluster")
+COMMAND_JOB = rabbit_job({"image": "lammps:cxi", "command": "lmp -in in.reaxc", "nodes": 2})
+
+
+def client_for(fake, kubeconfig, target="job"):
+    return fluxhop.Client(kubeconfig=str(kubeconfig), transport=fake.transport(), target=target)
+
+
+@pytest.fixture
+def client(fake, kubeconfig):
+    with client_for(fake, kubeconfig) as api:
+        yield api
+
+
+@pytest.fixture
+def saved():
+    return []
+
+
+def managed(fake, namespace="default"):
+    return {
+        (o["kind"], o["metadata"]["name"])
+        for o in fake.objects(namespace, KINDS)
+        if o["kind"] != "Pod"
+    }
+
+
+def test_setup_creates_the_minicluster_owned_by_the_workflow(fake, client, workflow):
+    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    assert name == "fluxjob-1234"
+    assert managed(fake) == {
+        ("ConfigMap", "fluxjob-1234-flux-config"),
+        ("Secret", "fluxjob-1234-flux-curve"),
+        ("Service", "fluxjob-1234"),
+        ("NetworkPolicy", "fluxjob-1234-flux-broker"),
+        ("Job", "fluxjob-1234"),
+    }
+    job = fake.get("Job", name)
+    owners = job["metadata"]["ownerReferences"]
+    assert owners == [
+        {
+            "apiVersion": "dataworkflowservices.github.io/v1alpha3",
+            "kind": "Workflow",
+            "name": "fluxjob-1234",
+            "uid": WORKFLOW_UID,
+        }
+    ]
+    template = job["spec"]["template"]["spec"]
+    assert template["securityContext"]["runAsGroup"] == 2001
+    assert any(v["name"] == "rabbit-1" for v in template["volumes"])
+
+
+def desired(obj):
+    """What fluxhop writes (not the status the controllers add)."""
+    meta = obj["metadata"]
+    return (
+        meta["uid"],
+        meta.get("labels"),
+        meta.get("annotations"),
+        obj.get("spec"),
+        obj.get("data"),
+    )
+
+
+def test_setup_twice_changes_nothing(fake, client, workflow):
+    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    before = {k: desired(fake.get(*k)) for k in managed(fake)}
+    assert on_setup(COMMAND_JOB, workflow, list(reversed(RABBITS)), OWNER, client) == "fluxjob-1234"
+    after = {k: desired(fake.get(*k)) for k in managed(fake)}
+    assert after == before  # same objects, same CURVE key
+
+
+def test_a_job_without_rabbit_mpi_gets_nothing(fake, client, workflow):
+    assert (
+        on_setup({"attributes": {"system": {"dw": "xfs"}}}, workflow, RABBITS, OWNER, client)
+        is None
+    )
+    assert fake.requests == []
+
+
+def test_policy_refuses_before_touching_the_cluster(fake, client, workflow):
+    policy = Policy.from_config({"users": ["bob"]})
+    with pytest.raises(RabbitError, match=r"user alice .* may not create rabbit MiniClusters"):
+        on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client, policy=policy)
+    assert fake.requests == []
+    assert on_setup(
+        COMMAND_JOB,
+        workflow,
+        RABBITS,
+        OWNER,
+        client,
+        policy=Policy.from_config({"groups": ["hpc"]}),
+    )
+
+
+def test_bad_request_is_a_clear_error_and_creates_nothing(fake, client, workflow):
+    with pytest.raises(RabbitError, match=r"rabbit\.mpi\.nodes=\"two\""):
+        on_setup(rabbit_job({"nodes": "two"}), workflow, RABBITS, OWNER, client)
+    assert fake.requests == []
+
+
+def test_a_failed_create_leaves_nothing_behind(fake, client, workflow):
+    fake.fail("PATCH", "configmaps", 403)
+    with pytest.raises(Forbidden):
+        on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
+def test_the_workflows_namespace_is_used(fake, client):
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=s", namespace="nnf")
+    on_setup(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake, "nnf") and not managed(fake, "default")
+    assert on_teardown(flow, client, lambda text: None)
+    assert not managed(fake, "nnf")
+
+
+def test_teardown_keeps_the_last_50000_characters_of_rank_0(fake, client, workflow, saved):
+    lines = [f"step {i:06d} energy -1.{i:08d}\n" for i in range(4000)]  # ~128 kB
+    fake.runner = lambda pod, index: (lines if index == 0 else ["worker noise\n"], 0)
+    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    client.wait(name, timeout=30)
+    assert on_teardown(workflow, client, saved.append) is True
+    assert saved == ["".join(lines)[-LOG_LIMIT:]]
+    assert len(saved[0]) == LOG_LIMIT
+    assert managed(fake) == set() and fake.objects(kinds=("Pod",)) == []
+
+
+def test_teardown_twice_is_safe(fake, client, workflow, saved):
+    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    assert on_teardown(workflow, client, saved.append) is True
+    assert on_teardown(workflow, client, saved.append) is False
+    assert len(saved) <= 1
+
+
+def test_teardown_without_a_minicluster_does_nothing(fake, client, workflow, saved):
+    assert on_teardown(workflow, client, saved.append) is False
+    assert saved == [] and fake.seen("DELETE") == []
+
+
+def test_teardown_without_a_lead_pod_still_deletes(kubeconfig, workflow, saved):
+    quiet = FakeAPIServer(controllers=False)  # no Job controller: no pods at all
+    try:
+        with client_for(quiet, kubeconfig) as client:
+            on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+            assert on_teardown(workflow, client, saved.append) is True
+        assert saved == [] and managed(quiet) == set()
+    finally:
+        quiet.close()
+
+
+def test_teardown_of_pods_that_never_started(fake, client, workflow, saved, caplog):
+    fake.schedulable = False
+    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    assert on_teardown(workflow, client, saved.append) is True
+    assert saved == [] and managed(fake) == set()
+    assert "no log kept" in caplog.text or "lost the log" in caplog.text
+
+
+def test_teardown_deletes_even_when_saving_the_log_fails(fake, client, workflow):
+    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    client.wait(name, timeout=30)
+
+    def broken(text: str) -> None:
+        raise OSError("KVS unavailable")
+
+    with pytest.raises(OSError, match="KVS unavailable"):
+        on_teardown(workflow, client, broken)
+    assert managed(fake) == set()
+
+
+def test_teardown_leaves_another_workflows_minicluster_alone(fake, client, workflow, saved):
+    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    stranger = workflow_object()
+    stranger["metadata"]["uid"] = "another-uid"
+    assert on_teardown(stranger, client, saved.append) is False
+    assert ("Job", "fluxjob-1234") in managed(fake)
+
+
+def test_teardown_leaves_objects_fluxhop_did_not_make_alone(fake, client, workflow, saved):
+    client.ops.kube.apply(foreign_job("fluxjob-1234"))
+    assert on_teardown(workflow, client, saved.append) is False
+    assert fake.get("Job", "fluxjob-1234") is not None and saved == []
+
+
+def test_deleting_the_workflow_collects_everything(fake, client, workflow):
+    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    fake.owner_deleted(WORKFLOW_UID)
+    assert managed(fake) == set()
+
+
+def test_minicluster_target_for_sites_with_the_flux_operator(fake, kubeconfig, workflow, saved):
+    with client_for(fake, kubeconfig, target="minicluster") as client:
+        name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+        cr = fake.get("MiniCluster", name)
+        assert cr["metadata"]["ownerReferences"][0]["uid"] == WORKFLOW_UID
+        assert cr["spec"]["pod"]["nodeSelector"] == {"cray.nnf.node": "true"}
+        client.wait(name, timeout=30)
+        assert on_teardown(workflow, client, saved.append) is True
+        assert saved == ["hello from rank 0\n"]
+        assert fake.objects(kinds=("MiniCluster", "Job", "Pod")) == []
+
+
+def test_owner_may_be_a_uid_looked_up_on_this_host(fake, client, workflow):
+    import os
+
+    on_setup(COMMAND_JOB, workflow, RABBITS, os.getuid(), client)
+    job = fake.get("Job", "fluxjob-1234")
+    context = job["spec"]["template"]["spec"]["securityContext"]
+    assert (context["runAsUser"], context["runAsGroup"]) == (os.getuid(), os.getgid())
+
+
+@pytest.mark.parametrize(
+    ("pieces", "limit", "expected"),
+    [
+        (["abc\n", "def\n"], 100, "abc\ndef\n"),
+        (["abc\n", "def\n"], 5, "\ndef\n"),
+        (["abcdef"], 3, "def"),
+        ([], 3, ""),
+    ],
+)
+def test_tail(pieces, limit, expected):
+    assert tail(iter(pieces), limit) == expected

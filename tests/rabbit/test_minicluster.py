@@ -1,0 +1,262 @@
+"""A rabbit request as a MiniCluster, rendered for both targets and checked
+against the real schemas (Kubernetes OpenAPI and the MiniCluster CRD)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fluxhop.rabbit import RabbitError, RabbitRequest, Workflow
+from fluxhop.render import render
+from tests.rabbit.conftest import RABBITS, WORKFLOW_UID, rabbit_job, workflow_object
+from tests.schemas import validate
+
+UID, GID = 1001, 2001  # deliberately different: the prototype reused the uid as gid
+
+
+def build(mpi=None, rabbits=RABBITS, **kwargs):
+    request = RabbitRequest.from_jobspec(rabbit_job({} if mpi is None else mpi))
+    kwargs.setdefault("name", "fluxjob-1234")
+    kwargs.setdefault("uid", UID)
+    kwargs.setdefault("gid", GID)
+    return request.to_minicluster(rabbits, **kwargs)
+
+
+def pod_spec(objects):
+    job = next(o for o in objects if o["kind"] == "Job")
+    return job, job["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("target", ["job", "minicluster", "jobset"])
+def test_every_target_passes_the_real_schemas(target, workflow):
+    spec = build(
+        {"image": "lammps:cxi", "command": "lmp -in in.reaxc", "succeed": True, "exclusive": True},
+        workflow=workflow,
+    )
+    objects = render(spec, target)
+    for obj in objects:
+        validate(obj)
+
+
+def test_placement_and_scheduling_fields_are_at_the_right_level():
+    spec = build({"nodes": 2})
+    cr = render(spec, "minicluster")[-1]
+    pod = cr["spec"]["pod"]
+    assert pod["nodeSelector"] == {"cray.nnf.node": "true"}  # not spec.pod.pod (upstream defect)
+    assert "pod" not in pod
+    assert pod["nodeAffinity"] == {"kubernetes.io/hostname": ["rabbit-p1", "rabbit-p2"]}
+    assert pod["tolerations"] == [
+        {"key": "cray.nnf.node", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert (cr["spec"]["size"], cr["spec"]["maxSize"], cr["spec"]["tasks"]) == (2, 2, 2)
+
+    job, template = pod_spec(render(spec, "job"))
+    assert job["spec"]["parallelism"] == 2
+    assert template["nodeSelector"] == {"cray.nnf.node": "true"}
+    assert template["tolerations"][0]["key"] == "cray.nnf.node"
+    terms = template["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/hostname",
+                    "operator": "In",
+                    "values": ["rabbit-p1", "rabbit-p2"],
+                }
+            ]
+        }
+    ]
+
+
+@pytest.mark.parametrize(("nodes", "size"), [(None, 4), (2, 2), (10, 4)])
+def test_size_follows_nodes_capped_by_rabbits(nodes, size, recwarn):
+    spec = build({} if nodes is None else {"nodes": nodes})
+    assert spec.spec.size == spec.spec.max_size == size
+    assert spec.spec.tasks == size  # not 0 (upstream defect: 0 overrode the operator default)
+
+
+def test_tasks_are_passed_through():
+    assert build({"tasks": 96, "nodes": 2}).spec.tasks == 96
+
+
+@pytest.mark.parametrize("rabbits", [["rabbit-p2", "rabbit-p4"], "rabbit-p4,rabbit-p2"])
+def test_rabbits_filter_as_list_or_string(rabbits):
+    spec = build({"rabbits": rabbits})
+    assert spec.spec.pod.node_affinity["kubernetes.io/hostname"] == ["rabbit-p2", "rabbit-p4"]
+
+
+def test_no_rabbit_left_is_an_error_not_an_empty_minicluster():
+    with pytest.raises(RabbitError, match="names none of this job's rabbits"):
+        build({"rabbits": "r9"})
+    with pytest.raises(RabbitError, match="no rabbits are available"):
+        build({}, rabbits=[])
+
+
+def test_security_context_uses_the_owners_uid_and_gid():
+    spec = build({"image": "lammps:cxi"})
+    template = pod_spec(render(spec, "job"))[1]
+    assert template["securityContext"] == {
+        "runAsUser": UID,
+        "runAsGroup": GID,
+        "runAsNonRoot": True,
+        "fsGroup": GID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+    }
+    app = template["containers"][0]
+    assert app["securityContext"] == {
+        "runAsUser": UID,
+        "runAsGroup": GID,
+        "runAsNonRoot": True,
+        "privileged": False,
+        "capabilities": {
+            "add": ["NET_BIND_SERVICE", "SYS_CHROOT", "AUDIT_WRITE", "SETUID", "SETGID"],
+            "drop": ["ALL"],
+        },
+    }
+    view = template["initContainers"][0]
+    assert view["securityContext"] == {"runAsUser": UID, "runAsGroup": GID, "runAsNonRoot": True}
+
+
+def test_root_owner_is_not_marked_non_root():
+    spec = build({}, uid=0, gid=0)
+    assert spec.spec.pod.security_context.run_as_non_root is None
+
+
+@pytest.mark.parametrize("uid", [-1, "1001", True])
+def test_bad_owner_ids_are_refused(uid):
+    with pytest.raises(RabbitError, match="uid must be a number"):
+        build({}, uid=uid)
+
+
+@pytest.mark.parametrize("resource", [None, "example.com/nic"])
+def test_cxi_nic_is_requested(resource):
+    kwargs = {} if resource is None else {"cxi_resource": resource}
+    app = pod_spec(render(build({}, **kwargs), "job"))[1]["containers"][0]
+    name = resource or "beta.hpe.com/cxi"
+    assert app["resources"] == {"limits": {name: "1"}, "requests": {name: "1"}}
+
+
+@pytest.mark.parametrize(
+    ("mpi", "view"),
+    [
+        ({}, False),  # the default image carries Flux
+        ({"image": "lammps:cxi"}, True),
+        ({"image": "lammps:cxi", "add_flux": False}, False),  # upstream defect: view was added
+        ({"image": "lammps:cxi", "add_flux": "no"}, False),
+    ],
+)
+def test_flux_view(mpi, view):
+    spec = build(mpi)
+    assert spec.spec.flux.container.disable is (not view)
+    template = pod_spec(render(spec, "job"))[1]
+    assert ("initContainers" in template) is view
+    cr = render(spec, "minicluster")[-1]
+    assert cr["spec"]["flux"]["container"].get("disable", False) is (not view)
+
+
+def test_command_and_interactive():
+    spec = build({"command": "lmp -in in.reaxc"})
+    assert spec.spec.flux_container.command == ["lmp", "-in", "in.reaxc"]
+    assert not spec.spec.interactive
+    cr = render(spec, "minicluster")[-1]
+    assert cr["spec"]["containers"][0]["command"] == "lmp -in in.reaxc"
+    assert build({}).spec.interactive
+
+
+def test_succeed_exclusive_pull_and_env():
+    spec = build(
+        {
+            "succeed": True,
+            "exclusive": True,
+            "pull_policy": "Always",
+            "pull_secret": "regcred",
+            "env": {"one": "ketchup", "two": "mustard"},
+            "workdir": "/work",
+        }
+    )
+    cr = render(spec, "minicluster")[-1]
+    assert cr["spec"]["jobLabels"] == {"always-succeed": "1"}
+    assert cr["spec"]["flux"]["optionFlags"] == "--exclusive"
+    container = cr["spec"]["containers"][0]
+    assert (container["imagePullPolicy"], container["imagePullSecret"]) == ("Always", "regcred")
+    assert container["environment"] == {"one": "ketchup", "two": "mustard"}
+    assert container["workingDir"] == "/work"
+    job, template = pod_spec(render(spec, "job"))
+    assert job["metadata"]["labels"]["always-succeed"] == "1"
+    assert template["imagePullSecrets"] == [{"name": "regcred"}]
+    assert build({"succeed": "no"}).spec.job_labels == {}  # upstream defect: "no" meant yes
+
+
+def test_host_directories_for_the_fabric():
+    spec = build({})
+    volumes = spec.spec.flux_container.volumes
+    assert {n: (v.host_path, v.path) for n, v in volumes.items()} == {
+        "devices": ("/sys/devices", "/sys/devices"),
+        "net": ("/sys/class/net", "/sys/class/net"),
+    }
+
+
+def test_every_mountable_directive_is_mounted_at_its_own_index(workflow):
+    spec = build({"rabbit_mount": "/mnt/wabbit"}, workflow=workflow)
+    volumes = spec.spec.flux_container.volumes
+    rabbit = {n: (v.host_path, v.path) for n, v in volumes.items() if n.startswith("rabbit-")}
+    assert rabbit == {
+        # index 0 is XFS (not mountable twice) and index 2 is a copy_in
+        "rabbit-1": (f"/mnt/nnf/{WORKFLOW_UID}-1", "/mnt/wabbit/shared-scratch"),
+        "rabbit-3": (f"/mnt/nnf/{WORKFLOW_UID}-3", "/mnt/wabbit/big"),
+        "rabbit-4": (f"/mnt/nnf/{WORKFLOW_UID}-4", "/mnt/wabbit/project-data"),
+    }
+    env = spec.spec.flux_container.environment
+    assert env["DW_JOB_shared_scratch"] == "/mnt/wabbit/shared-scratch"
+    assert env["DW_JOB_big"] == "/mnt/wabbit/big"
+    assert env["DW_PERSISTENT_project_data"] == "/mnt/wabbit/project-data"
+    assert (env["DW_WORKFLOW_NAME"], env["DW_WORKFLOW_NAMESPACE"]) == ("fluxjob-1234", "default")
+    template = pod_spec(render(spec, "job"))[1]
+    host_paths = {v["name"]: v["hostPath"] for v in template["volumes"] if "hostPath" in v}
+    assert host_paths["rabbit-3"] == {"path": f"/mnt/nnf/{WORKFLOW_UID}-3", "type": "Directory"}
+
+
+def test_a_single_file_system_is_mounted_at_rabbit_mount_itself():
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch")
+    spec = build({}, workflow=flow)
+    volume = spec.spec.flux_container.volumes["rabbit-0"]
+    assert (volume.host_path, volume.path) == (f"/mnt/nnf/{WORKFLOW_UID}-0", "/mnt/nnf/rabbit")
+    assert spec.spec.flux_container.environment["DW_JOB_scratch"] == "/mnt/nnf/rabbit"
+
+
+def test_workflow_defaults_do_not_leak_into_the_next_job(workflow):
+    request = RabbitRequest.from_jobspec(rabbit_job({"env": {"A": "1"}}))
+    with_flow = request.to_minicluster(RABBITS, name="a", uid=UID, gid=GID, workflow=workflow)
+    without = request.to_minicluster(RABBITS, name="b", uid=UID, gid=GID)
+    assert any(n.startswith("rabbit-") for n in with_flow.spec.flux_container.volumes)
+    assert set(without.spec.flux_container.volumes) == {"devices", "net"}
+    assert without.spec.flux_container.environment == {"A": "1"}
+    other = RabbitRequest.from_jobspec(rabbit_job({})).to_minicluster(
+        RABBITS, name="c", uid=UID, gid=GID
+    )
+    assert other.spec.flux_container.environment == {}
+
+
+def test_user_env_cannot_shadow_workflow_variables(workflow):
+    with pytest.raises(RabbitError, match=r"rabbit\.mpi\.env\.DW_JOB_big is set by the workflow"):
+        build({"env": {"DW_JOB_big": "/elsewhere"}}, workflow=workflow)
+
+
+def test_workflow_object_is_checked():
+    with pytest.raises(RabbitError, match=r"metadata\.uid"):
+        Workflow.from_object({"metadata": {"name": "x"}})
+    with pytest.raises(RabbitError, match="dwDirectives"):
+        Workflow.from_object({"metadata": {"name": "x", "uid": "u"}, "spec": {"dwDirectives": "x"}})
+
+
+def test_not_requested_is_an_error():
+    with pytest.raises(RabbitError, match="does not ask for a rabbit MiniCluster"):
+        RabbitRequest().to_minicluster(RABBITS, name="x", uid=UID, gid=GID)
+
+
+def test_same_request_same_bytes():
+    from fluxhop.flux.curve import CurveCert
+
+    cert = CurveCert.generate("fluxjob-1234")
+    first = render(build({"nodes": 3}), "job", cert=cert)
+    again = render(build({"nodes": 3}), "job", cert=cert)
+    assert first == again
