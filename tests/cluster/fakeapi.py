@@ -610,48 +610,60 @@ class FakeAPIServer:
         self._put("Job", namespace, job, "ADDED")
 
     def _jobset(self, namespace: str, jobset: dict[str, Any]) -> None:
+        """The JobSet controller, reduced to: one Indexed Job per replicated
+        job (replicas 1), pods labelled as JobSet labels them, and the JobSet
+        done when every child is (failed when one fails)."""
         name = jobset["metadata"]["name"]
-        replicated = jobset["spec"]["replicatedJobs"][0]
-        child_name = f"{name}-{replicated['name']}-0"
-        child = self.store.get(("Job", namespace, child_name))
-        if child is None:
-            spec = copy.deepcopy(replicated["template"]["spec"])
-            spec["template"].setdefault("metadata", {}).setdefault("labels", {})[
-                "jobset.sigs.k8s.io/jobset-name"
-            ] = name
-            job = {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {
-                    "name": child_name,
-                    "namespace": namespace,
-                    "uid": str(uuid.uuid4()),
-                    "creationTimestamp": now(),
-                    "ownerReferences": [self._owned(jobset)],
-                    "labels": {"jobset.sigs.k8s.io/jobset-name": name},
-                },
-                "spec": spec,
-            }
-            self._put("Job", namespace, job, "ADDED")
-            return
-        done = {
-            c["type"]
-            for c in child.get("status", {}).get("conditions", [])
-            if c["status"] == "True"
-        }
+        children = []
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            child_name = f"{name}-{replicated['name']}-0"
+            child = self.store.get(("Job", namespace, child_name))
+            if child is None:
+                spec = copy.deepcopy(replicated["template"]["spec"])
+                labels = spec["template"].setdefault("metadata", {}).setdefault("labels", {})
+                labels["jobset.sigs.k8s.io/jobset-name"] = name
+                labels["jobset.sigs.k8s.io/replicatedjob-name"] = replicated["name"]
+                job = {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {
+                        "name": child_name,
+                        "namespace": namespace,
+                        "uid": str(uuid.uuid4()),
+                        "creationTimestamp": now(),
+                        "ownerReferences": [self._owned(jobset)],
+                        "labels": {"jobset.sigs.k8s.io/jobset-name": name},
+                    },
+                    "spec": spec,
+                }
+                self._put("Job", namespace, job, "ADDED")
+                return
+            children.append(
+                {
+                    c["type"]
+                    for c in child.get("status", {}).get("conditions", [])
+                    if c["status"] == "True"
+                }
+            )
         conditions = {c["type"] for c in jobset.get("status", {}).get("conditions", [])}
-        for theirs, ours in (("Complete", "Completed"), ("Failed", "Failed")):
-            if theirs in done and ours not in conditions:
-                jobset.setdefault("status", {}).setdefault("conditions", []).append(
-                    {
-                        "type": ours,
-                        "status": "True",
-                        "reason": theirs,
-                        "message": theirs,
-                        "lastTransitionTime": now(),
-                    }
-                )
-                self._bump("MODIFIED", "JobSet", namespace, jobset)
+        if any("Failed" in done for done in children):
+            outcome = ("Failed", "Failed")
+        elif all("Complete" in done for done in children):
+            outcome = ("Complete", "Completed")
+        else:
+            return
+        theirs, ours = outcome
+        if ours not in conditions:
+            jobset.setdefault("status", {}).setdefault("conditions", []).append(
+                {
+                    "type": ours,
+                    "status": "True",
+                    "reason": theirs,
+                    "message": theirs,
+                    "lastTransitionTime": now(),
+                }
+            )
+            self._bump("MODIFIED", "JobSet", namespace, jobset)
 
     def _job(self, namespace: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]

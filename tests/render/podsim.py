@@ -94,8 +94,14 @@ class Pod:
         self.record = self.root / "flux-calls.jsonl"
         config = next(o for o in self.objects if o["kind"] == "ConfigMap")
         secret = next(o for o in self.objects if o["kind"] == "Secret")
-        volume = next(v for v in self._pod()["volumes"] if v["name"] == "fluxhop-config")
-        for item in volume["configMap"]["items"]:
+        volume = next(
+            v
+            for v in self._pod()["volumes"]
+            if v.get("configMap", {}).get("name") == config["metadata"]["name"]
+        )
+        # fluxhop's pods lay files out with items; Kubeflow Trainer's are flat
+        flat = [{"key": key, "path": key} for key in config["data"]]
+        for item in volume["configMap"].get("items") or flat:
             path = self.config_dir / item["path"]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(config["data"][item["key"]])
@@ -118,11 +124,17 @@ class Pod:
         kinds = {o["kind"]: o for o in self.objects}
         if "Job" in kinds:
             return kinds["Job"]["spec"]["template"]["spec"]
-        return kinds["JobSet"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        jobs = kinds["JobSet"]["spec"]["replicatedJobs"]
+        node = next(job for job in jobs if job["name"] == "node")
+        return node["template"]["spec"]["template"]["spec"]
 
     def container_argv(self) -> list[str]:
         """command + args of the Flux container, with the kubelet's $$ -> $ applied."""
-        container = self._pod()["containers"][0]
+        container = next(
+            c
+            for c in self._pod()["containers"]
+            if c.get("command", [""])[-1].endswith("entrypoint.sh")
+        )
         argv = [*container["command"], *container.get("args", [])]
         return [word.replace("$$", "$") for word in argv]
 

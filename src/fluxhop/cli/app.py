@@ -31,7 +31,7 @@ def _fail(message: str, code: int) -> int:
 
 def _load_commands() -> None:
     """Import the verb modules, which register themselves on ``cli``."""
-    from fluxhop.cli import cluster, connect, hop, render, run  # noqa: F401
+    from fluxhop.cli import cluster, connect, hop, render, run, trainer  # noqa: F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -45,7 +45,7 @@ def shell_argv(kubectl: str, flags: list[str], root: Root, pod: str) -> list[str
         inner = ["bash", "-c", OPERATOR_SHELL]
     else:
         inner = ["bash", "/etc/fluxhop/config/connect.sh"]
-    return [kubectl, *flags, "exec", "-it", pod, "-c", root.name, "--", *inner]
+    return [kubectl, *flags, "exec", "-it", pod, "-c", root.container, "--", *inner]
 
 
 def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
@@ -110,7 +110,7 @@ def proxy_command(
         socket, remote_flux = f"{base}/run/broker/local-0", f"{base}/view/bin/flux"
     with tempfile.TemporaryDirectory(prefix="fluxhop-proxy-") as tmp:
         wrapper = Path(tmp) / "kubectl-ssh"
-        wrapper.write_text(ssh_wrapper(kubectl, flags, root.name))
+        wrapper.write_text(ssh_wrapper(kubectl, flags, root.container))
         wrapper.chmod(stat.S_IRWXU)
         env = {**os.environ, "FLUX_SSH": str(wrapper), "FLUX_SSH_RCMD": remote_flux}
         argv = [flux, "proxy", f"ssh://{pod}{socket}", *command]

@@ -7,7 +7,7 @@ per task); Kubernetes targeting is long-only (--namespace, --context).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -15,7 +15,7 @@ from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.minicluster import MiniClusters, Root
 from fluxhop.errors import InputError
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -195,10 +195,31 @@ def run_on_cluster(
     interactive = (
         not spec.spec.flux_container.command and not spec.spec.flux_container.commands.script
     )
+    return run_root(
+        spec.name,
+        lambda: ops.create(spec, target, cluster_domain=cluster_domain),
+        ops,
+        interactive=interactive,
+        keep=keep,
+        timeout=timeout,
+    )
+
+
+def run_root(
+    name: str,
+    create: Callable[[], Root],
+    ops: MiniClusters,
+    *,
+    interactive: bool,
+    keep: bool,
+    timeout: float,
+) -> int:
+    """Run ``create``, then stream rank 0 and return its exit code (or, when
+    ``interactive``, wait until the pods run); delete unless ``keep``."""
     root = None
-    with ProgressDisplay(spec.name) as display:
+    with ProgressDisplay(name) as display:
         try:
-            root = ops.create(spec, target, cluster_domain=cluster_domain)
+            root = create()
             if interactive:
                 ops.wait_ready(root, timeout=timeout, on_progress=display.update)
                 display.note(
@@ -209,7 +230,7 @@ def run_on_cluster(
                 return 0
             lead = ops.wait_lead_started(root, timeout=timeout, on_progress=display.update)
             display.stop()
-            for line in ops.kube.log(lead["metadata"]["name"], root.name, follow=True):
+            for line in ops.kube.log(lead["metadata"]["name"], root.container, follow=True):
                 sys.stdout.write(line)
                 sys.stdout.flush()
             return ops.wait_exit(root)

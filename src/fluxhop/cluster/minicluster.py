@@ -50,6 +50,8 @@ TARGET_LABEL = "fluxhop.io/target"
 SPEC_HASH = "fluxhop.io/spec-hash"
 MAX_SIZE = "fluxhop.io/max-size"
 FLUX_ROOT = "fluxhop.io/flux-root"
+LEAD_CONTAINER = "fluxhop.io/lead-container"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 ROOT_KINDS = {"job": "Job", "jobset": "JobSet", "minicluster": "MiniCluster"}
 JOB_NAME = "batch.kubernetes.io/job-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -71,13 +73,29 @@ def prepare(
 ) -> list[dict[str, Any]]:
     """Render and mark the root with its target, spec hash and maxSize."""
     objects = render(spec, target, cert=cert, cluster_domain=cluster_domain)
+    return mark_root(
+        objects, target, max_size=spec.spec.max_nodes, flux_root=spec.spec.flux.container.mount_path
+    )
+
+
+def mark_root(
+    objects: list[dict[str, Any]],
+    target: str,
+    *,
+    max_size: int,
+    flux_root: str,
+    container: str | None = None,
+) -> list[dict[str, Any]]:
+    """Label the root (the last object) so fluxhop can find and inspect it later."""
     digest = spec_hash(objects)
     root = objects[-1]
-    root["metadata"]["labels"][TARGET_LABEL] = target
+    root["metadata"].setdefault("labels", {})[TARGET_LABEL] = target
     annotations = root["metadata"].setdefault("annotations", {})
     annotations[SPEC_HASH] = digest
-    annotations[MAX_SIZE] = str(spec.spec.max_nodes)
-    annotations[FLUX_ROOT] = spec.spec.flux.container.mount_path
+    annotations[MAX_SIZE] = str(max_size)
+    annotations[FLUX_ROOT] = flux_root
+    if container is not None:
+        annotations[LEAD_CONTAINER] = container
     return objects
 
 
@@ -109,7 +127,9 @@ class Root:
         if self.target == "job":
             return int(spec.get("parallelism", 0))
         if self.target == "jobset":
-            return int(spec["replicatedJobs"][0]["template"]["spec"].get("parallelism", 0))
+            jobs = spec["replicatedJobs"]
+            node = next((job for job in jobs if job.get("name") == "node"), jobs[0])
+            return int(node["template"]["spec"].get("parallelism", 0))
         return int(spec.get("size", 1))
 
     @property
@@ -118,9 +138,16 @@ class Root:
         return int(annotations.get(MAX_SIZE, self.size))
 
     @property
+    def container(self) -> str:
+        """The container that runs the broker (named after the MiniCluster,
+        except where a workload fixes the name, e.g. Kubeflow Trainer's node)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(LEAD_CONTAINER, self.name))
+
+    @property
     def pod_selector(self) -> dict[str, str]:
         if self.target == "jobset":
-            return {JOBSET_NAME: self.name}
+            return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
         return {JOB_NAME: self.name}
 
     @property
@@ -245,16 +272,27 @@ class MiniClusters:
         if spec.namespace != self.kube.namespace:
             spec = spec.renamed(namespace=self.kube.namespace)
         objects = prepare(spec, target, cluster_domain=cluster_domain)
+        return self.apply_objects(objects, target, owners=owners)
+
+    def apply_objects(
+        self,
+        objects: list[dict[str, Any]],
+        target: str,
+        *,
+        owners: Sequence[dict[str, Any]] = (),
+    ) -> Root:
+        """Apply rendered objects whose last one is the (marked) root."""
         root_obj = objects[-1]
+        name = root_obj["metadata"]["name"]
         if owners:
             root_obj["metadata"]["ownerReferences"] = [dict(owner) for owner in owners]
-        existing = self.kube.get(root_obj["kind"], spec.name)
+        existing = self.kube.get(root_obj["kind"], name)
         if existing is not None:
             annotations = existing["metadata"].get("annotations") or {}
             if annotations.get(SPEC_HASH) != root_obj["metadata"]["annotations"][SPEC_HASH]:
                 raise AlreadyExists(
-                    f"MiniCluster {spec.name} already exists in namespace {self.kube.namespace} with a "
-                    f"different spec; delete it first (fluxhop delete {spec.name}) or pick another --name"
+                    f"MiniCluster {name} already exists in namespace {self.kube.namespace} with a "
+                    f"different spec; delete it first (fluxhop delete {name}) or pick another --name"
                 )
         created = False
         try:
@@ -269,7 +307,7 @@ class MiniClusters:
                 self.kube.apply(child)
         except (FluxhopError, KeyboardInterrupt):
             if created:
-                self.kube.delete(root_obj["kind"], spec.name)
+                self.kube.delete(root_obj["kind"], name)
             raise
         return Root(target, root)
 
@@ -322,7 +360,7 @@ class MiniClusters:
             phases[phase] = phases.get(phase, 0) + 1
         conditions = _conditions(self._workload(root))
         lead = next((p for p in pods if _index(p) == 0), None)
-        code = exit_code(lead, root.name) if lead else None
+        code = exit_code(lead, root.container) if lead else None
         if conditions.get("Failed") == "True" or (code is not None and code != 0):
             state = "Failed"
         elif (
@@ -459,17 +497,21 @@ class MiniClusters:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> dict[str, Any]:
         def lead_started(progress: Progress) -> bool:
-            return any(_index(p) == 0 and _started(p, root.name) for p in progress.pods.values())
+            return any(
+                _index(p) == 0 and _started(p, root.container) for p in progress.pods.values()
+            )
 
         progress = self.wait(root, lead_started, timeout=timeout, on_progress=on_progress)
-        return next(p for p in progress.pods.values() if _index(p) == 0 and _started(p, root.name))
+        return next(
+            p for p in progress.pods.values() if _index(p) == 0 and _started(p, root.container)
+        )
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
         """The exit code of rank 0's Flux container, once it has one."""
 
         def lead_exited(progress: Progress) -> bool:
             return any(
-                _index(p) == 0 and exit_code(p, root.name) is not None
+                _index(p) == 0 and exit_code(p, root.container) is not None
                 for p in progress.pods.values()
             )
 
@@ -477,16 +519,16 @@ class MiniClusters:
         lead = next(
             p
             for p in progress.pods.values()
-            if _index(p) == 0 and exit_code(p, root.name) is not None
+            if _index(p) == 0 and exit_code(p, root.container) is not None
         )
-        code = exit_code(lead, root.name)
+        code = exit_code(lead, root.container)
         return 1 if code is None else code
 
     def logs(self, root: Root, *, follow: bool = False) -> Iterator[str]:
         lead = self.lead_pod(root)
         if lead is None:
             raise NotFound(f"MiniCluster {root.name} has no rank 0 pod yet")
-        return self.kube.log(lead["metadata"]["name"], root.name, follow=follow)
+        return self.kube.log(lead["metadata"]["name"], root.container, follow=follow)
 
     # --- scale / delete -----------------------------------------------------------
 

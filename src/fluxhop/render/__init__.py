@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from fluxhop.errors import SpecError
 from fluxhop.flux.curve import CurveCert
-from fluxhop.render.bundle import Bundle, Layout, build_bundle
+from fluxhop.render.bundle import DEFAULT_PATHS, Bundle, Layout, build_bundle
 from fluxhop.render.job import indexed_job
 from fluxhop.render.jobset import host_prefix, jobset
 from fluxhop.render.objects import config_map, curve_secret, headless_service, network_policy
 from fluxhop.render.operator import minicluster_resource
+from fluxhop.render.scripts import PodPaths
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["TARGETS", "Target", "bundle_for", "render"]
@@ -42,8 +43,11 @@ def bundle_for(
     *,
     cert: CurveCert | None = None,
     cluster_domain: str = "cluster.local",
+    paths: PodPaths = DEFAULT_PATHS,
+    cores_per_node: int | None = None,
 ) -> Bundle:
-    """The Flux bootstrap bundle for the pods ``target`` creates."""
+    """The Flux bootstrap bundle for the pods ``target`` creates (see
+    :func:`build_bundle` for ``paths`` and ``cores_per_node``)."""
     prefix = host_prefix(spec.name) if target == "jobset" else f"{spec.name}-"
     longest = f"{prefix}{spec.spec.max_nodes - 1}"
     if len(longest) > 63:
@@ -52,7 +56,7 @@ def bundle_for(
             f"{longest!r} would exceed 63 characters; use a shorter name"
         )
     layout = Layout(prefix, spec.headless_name, spec.namespace, cluster_domain)
-    return build_bundle(spec, layout, _cert(spec, cert))
+    return build_bundle(spec, layout, _cert(spec, cert), paths=paths, cores_per_node=cores_per_node)
 
 
 def render(

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from fluxhop.errors import SpecError
 from fluxhop.flux.broker import BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
-    CONFIG_DIR,
     EntrypointParams,
+    PodPaths,
     connect_script,
     entrypoint_script,
     init_script,
@@ -29,6 +30,7 @@ __all__ = ["BROKER_PORT", "Bundle", "Layout", "build_bundle", "flux_run_args", "
 
 BROKER_PORT = 8050
 DEFAULT_TOPOLOGY = "kary:256"  # the Flux Operator's -Stbon.fanout=256
+DEFAULT_PATHS = PodPaths()
 COMMAND_FILES = ("init", "pre", "broker_pre", "worker_pre", "post", "script")
 
 
@@ -116,22 +118,31 @@ def _cores_per_node(spec: MiniCluster) -> int | None:
     return max(1, math.floor(cpu))
 
 
-def _container_args(spec: MiniCluster) -> list[str]:
+def _container_args(spec: MiniCluster, paths: PodPaths) -> list[str]:
     body = spec.spec
     lead = body.flux_container
     if body.interactive and not lead.launcher:
         return []
     if lead.commands.script:
-        return ["/bin/bash", f"{CONFIG_DIR}/commands/script.sh"]
+        return ["/bin/bash", f"{paths.config_dir}/commands/script.sh"]
     return [k8s_escape(word) for word in lead.command or []]
 
 
-def build_bundle(spec: MiniCluster, layout: Layout, cert: CurveCert) -> Bundle:
+def build_bundle(
+    spec: MiniCluster,
+    layout: Layout,
+    cert: CurveCert,
+    *,
+    paths: PodPaths = DEFAULT_PATHS,
+    cores_per_node: int | None = None,
+) -> Bundle:
+    """``cores_per_node`` describes every node with that many cores in R
+    instead of the container's CPU request (or counting them at start)."""
     body = spec.spec
     flux = body.flux
     root = flux.container.mount_path
     hosts = layout.hostlist(body.max_nodes)
-    cores = _cores_per_node(spec)
+    cores = cores_per_node or _cores_per_node(spec)
     gpus = body.flux_container.resources.gpus()
     resources = ResourceSet.from_nodes(hosts, cores=cores, gpus=gpus) if cores else None
     device = flux.network_device or "*"
@@ -143,7 +154,7 @@ def build_bundle(spec: MiniCluster, layout: Layout, cert: CurveCert) -> Bundle:
         default_connect=layout.connect_template(),
         topo=flux.topology or DEFAULT_TOPOLOGY,
         connect_timeout=flux.connect_timeout or None,
-        resource_path=f"{CONFIG_DIR}/R" if resources else f"{root}/run/R",
+        resource_path=f"{paths.config_dir}/R" if resources else f"{root}/run/R",
         access={"allow-guest-user": True, "allow-root-owner": True},
         queue_policy=None if flux.scheduler.simple else (flux.scheduler.queue_policy or "fcfs"),
     )
@@ -164,6 +175,7 @@ def build_bundle(spec: MiniCluster, layout: Layout, cert: CurveCert) -> Bundle:
         gpus_per_node=gpus,
         broker_args=_broker_args(spec),
         flux_run_args=flux_run_args(spec, gpus),
+        paths=paths,
     )
     files = {
         "entrypoint.sh": entrypoint_script(params),
@@ -171,29 +183,31 @@ def build_bundle(spec: MiniCluster, layout: Layout, cert: CurveCert) -> Bundle:
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
     }
-    paths = {
+    where = {
         "entrypoint.sh": "entrypoint.sh",
         "connect.sh": "connect.sh",
-        "broker.toml": "broker/broker.toml",
+        "broker.toml": paths.relative("broker.toml", "broker/broker.toml"),
         "hostlist": "hostlist",
     }
     if not flux.container.disable:
         files["init.sh"] = init_script(spec.name, root)
-        paths["init.sh"] = "init.sh"
+        where["init.sh"] = "init.sh"
     if resources is not None:
         files["R"] = resources.to_json() + "\n"
-        paths["R"] = "R"
+        where["R"] = "R"
     for command in COMMAND_FILES:
         text = getattr(lead.commands, command)
         if text:
+            if paths.flat:
+                raise SpecError(f"commands.{command} needs the nested ConfigMap layout")
             files[f"commands.{command}.sh"] = text if text.endswith("\n") else text + "\n"
-            paths[f"commands.{command}.sh"] = f"commands/{command}.sh"
+            where[f"commands.{command}.sh"] = f"commands/{command}.sh"
     return Bundle(
         hostlist=hosts,
         broker=broker,
         resources=resources,
         cert=cert,
         config_files=files,
-        config_paths=paths,
-        container_args=_container_args(spec),
+        config_paths=where,
+        container_args=_container_args(spec, paths),
     )

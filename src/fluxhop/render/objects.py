@@ -56,11 +56,11 @@ def curve_secret_name(spec: MiniCluster) -> str:
     return f"{spec.name}-flux-curve"
 
 
-def config_map(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
+def config_map(spec: MiniCluster, bundle: Bundle, name: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(spec, config_map_name(spec)),
+        "metadata": metadata(spec, name or config_map_name(spec)),
         "data": dict(bundle.config_files),
     }
 

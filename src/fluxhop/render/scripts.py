@@ -14,11 +14,40 @@ from importlib import resources
 
 from fluxhop.version import __version__
 
-__all__ = ["EntrypointParams", "connect_script", "entrypoint_script", "init_script"]
+__all__ = [
+    "EntrypointParams",
+    "PodPaths",
+    "connect_script",
+    "entrypoint_script",
+    "init_script",
+]
 
 CONFIG_DIR = "/etc/fluxhop/config"
 CURVE_DIR = "/etc/fluxhop/curve"
 MAX_WORKER_RESTARTS = 5
+
+
+@dataclass(frozen=True)
+class PodPaths:
+    """Where a pod finds the ConfigMap's files and the CURVE Secret.
+
+    fluxhop's own pods lay the ConfigMap out in directories (``broker/``,
+    ``commands/``) with volume ``items``; ``flat`` keeps every key at the top
+    of ``config_dir``, the layout of Kubeflow Trainer's ``/etc/flux-config``
+    (the broker reads every ``*.toml`` there, i.e. ``broker.toml``).
+    """
+
+    config_dir: str = CONFIG_DIR
+    curve_dir: str = CURVE_DIR
+    flat: bool = False
+
+    @property
+    def broker_subdir(self) -> str:
+        return "" if self.flat else "broker"
+
+    def relative(self, key: str, nested: str) -> str:
+        """Where ConfigMap ``key`` sits under ``config_dir``."""
+        return key if self.flat else nested
 
 
 def _template(name: str) -> str:
@@ -63,14 +92,14 @@ class EntrypointParams:
     broker_args: list[str] = field(default_factory=list)
     flux_run_args: list[str] = field(default_factory=list)
     max_restarts: int = MAX_WORKER_RESTARTS
-    config_dir: str = CONFIG_DIR
-    curve_dir: str = CURVE_DIR
+    paths: PodPaths = field(default_factory=PodPaths)
 
 
 def entrypoint_script(p: EntrypointParams) -> str:
     lines = [
-        _assign("default_config_dir", p.config_dir),
-        _assign("default_curve_dir", p.curve_dir),
+        _assign("default_config_dir", p.paths.config_dir),
+        _assign("default_curve_dir", p.paths.curve_dir),
+        _assign("broker_subdir", p.paths.broker_subdir),
         _assign("default_flux_root", p.flux_root),
         _assign("view_enabled", p.view_enabled),
         _assign("view_name", p.view_name),

@@ -53,7 +53,6 @@ __all__ = [
 API_VERSION = "flux-framework.org/v1alpha2"
 DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"  # the CRD default
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _LEGACY = "it is a v1alpha1 field that the v1alpha2 API server prunes"
 _OPERATOR = " (--target minicluster passes it on to the Flux Operator)"
 
@@ -94,10 +93,12 @@ class ResourceRequirements(Model):
         return None
 
     def gpus(self) -> int:
+        """GPUs per pod: the first extended resource with "gpu" in its name
+        (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915, ...)."""
         for source in (self.limits, self.requests):
-            for name in GPU_RESOURCES:
-                if name in source:
-                    return int(parse_quantity(source[name]))
+            for name, amount in source.items():
+                if "gpu" in name.lower():
+                    return int(parse_quantity(amount))
         return 0
 
 

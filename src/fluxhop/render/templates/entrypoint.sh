@@ -25,7 +25,7 @@ config_dir="${FLUXHOP_CONFIG_DIR:-$default_config_dir}"
 curve_dir="${FLUXHOP_CURVE_DIR:-$default_curve_dir}"
 flux_root="${FLUXHOP_FLUX_ROOT:-$default_flux_root}"
 max_restarts="${FLUXHOP_MAX_RESTARTS:-$max_restarts}"
-broker_config="${FLUXHOP_BROKER_CONFIG:-$config_dir/broker}"
+broker_config="${FLUXHOP_BROKER_CONFIG:-$config_dir${broker_subdir:+/$broker_subdir}}"
 view="$flux_root/view"
 runtime="$flux_root/run"
 
