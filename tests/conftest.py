@@ -14,5 +14,5 @@ def conformance() -> Path:
     return CONFORMANCE
 
 
-# The fake API server and kubeconfig fixtures, for every test package.
-pytest_plugins = ["tests.cluster.fixtures"]
+# The fake API server, kubeconfig and stand-in flux fixtures, for every test package.
+pytest_plugins = ["tests.cluster.fixtures", "tests.local.fakeflux"]

@@ -17,11 +17,12 @@ from typing import Any
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.minicluster import MiniClusters, Root, Status
 from fluxhop.errors import InputError, WaitTimeout
+from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["Client"]
 
-BACKENDS = ("kubernetes",)
+BACKENDS = ("kubernetes", "local")
 
 
 class Client:
@@ -31,6 +32,10 @@ class Client:
     kubectl finds it (``kubeconfig`` argument, ``KUBECONFIG``, ``~/.kube/config``,
     in-cluster). ``target`` picks the workload: ``job`` (default), ``jobset``,
     or ``minicluster`` for clusters that run the Flux Operator.
+
+    ``backend="local"`` runs each MiniCluster as brokers on this machine with
+    the ``flux`` on PATH instead (no cluster); they live as long as this
+    client: ``close()`` stops them.
     """
 
     def __init__(
@@ -56,16 +61,21 @@ class Client:
             "transport": transport,
         }
         self._ops: MiniClusters | None = None
+        self._local: LocalMiniClusters | None = LocalMiniClusters() if backend == "local" else None
 
     @property
     def ops(self) -> MiniClusters:
+        if self._local is not None:
+            raise InputError(
+                "a local client has no Kubernetes operations; use backend='kubernetes'"
+            )
         if self._ops is None:
             self._ops = MiniClusters(Kube.connect(**self._connect))
         return self._ops
 
     @property
     def namespace(self) -> str:
-        return self.ops.kube.namespace
+        return "local" if self._local is not None else self.ops.kube.namespace
 
     @staticmethod
     def _spec(spec: MiniCluster | str | dict[str, Any]) -> MiniCluster:
@@ -78,18 +88,26 @@ class Client:
 
     def create(self, spec: MiniCluster | str | dict[str, Any], *, target: str | None = None) -> str:
         """Create the MiniCluster (a model, a YAML text or file, or a dict); return its name."""
+        if self._local is not None:
+            return self._local.create(self._spec(spec))
         return self.ops.create(
             self._spec(spec), target or self.target, cluster_domain=self.cluster_domain
         ).name
 
     def get(self, name: str) -> Status:
+        if self._local is not None:
+            return self._local.status(name)
         return self.ops.status(self.ops.require(name))
 
     def list(self) -> list[Status]:
+        if self._local is not None:
+            return self._local.list()
         return self.ops.list()
 
     def wait(self, name: str, timeout: float | None = 600) -> Status:
         """Wait until rank 0 has exited; the status carries its exit code."""
+        if self._local is not None:
+            return self._local.wait(name, timeout)
         root: Root = self.ops.require(name)
         self.ops.wait_exit(root, timeout=timeout)
         status = self.ops.status(root)
@@ -99,16 +117,25 @@ class Client:
 
     def logs(self, name: str, follow: bool = False) -> Iterator[str]:
         """Rank 0's output (the job's output), line by line."""
+        if self._local is not None:
+            return self._local.logs(name)
         return self.ops.logs(self.ops.require(name), follow=follow)
 
     def scale(self, name: str, size: int) -> Status:
+        if self._local is not None:
+            return self._local.scale(name, size)
         root = self.ops.scale(self.ops.require(name), size)
         return self.ops.status(root)
 
     def delete(self, name: str) -> None:
+        if self._local is not None:
+            self._local.delete(name)
+            return
         self.ops.delete(name)
 
     def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
         if self._ops is not None:
             self._ops.kube.close()
 

@@ -107,3 +107,31 @@ class WaitTimeout(ClusterError):
 
 class LocalToolMissing(FluxhopError):
     """A local program fluxhop needs (kubectl, flux) is not installed."""
+
+
+class LocalError(FluxhopError):
+    """The local backend could not run the MiniCluster's brokers.
+
+    ``context`` holds the last log lines of the brokers concerned, for the
+    CLI to show above the one-line message.
+    """
+
+    def __init__(self, message: str, context: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.context = list(context or [])
+
+
+class FluxTooOld(LocalError):
+    """The flux-core on PATH lacks a feature the local backend needs."""
+
+
+class BrokerFailed(LocalError):
+    """A broker exited before the job finished."""
+
+
+class JoinTimeout(LocalError):
+    """The brokers did not all join the instance in time."""
+
+
+class PortConflict(LocalError):
+    """A broker could not bind its port."""

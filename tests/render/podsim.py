@@ -46,11 +46,55 @@ FAKE_FLUX = textwrap.dedent(
         open(counter, "w").write(str(n + 1))
         return int(plan[min(n, len(plan) - 1)])
 
+    def option(args, name):
+        prefix = f"-S{name}="
+        return next((a[len(prefix):] for a in args if a.startswith(prefix)), None)
+
+    def joined_instance(args, program):
+        """FAKE_JOIN_DIR set: behave like brokers of one instance. Each
+        broker makes its local-N socket and joins (a file per host); rank 0
+        runs its program once FAKE_SIZE have joined, then marks the instance
+        done, and the others leave when it is done."""
+        join = os.environ["FAKE_JOIN_DIR"]
+        host = option(args, "hostname") or os.uname().nodename
+        rank = int(host.rsplit("-", 1)[1])
+        rundir = option(args, "rundir")
+        if rundir:
+            open(os.path.join(rundir, f"local-{rank}"), "w").close()
+        if host == os.environ.get("FAKE_FAIL_HOST"):
+            print(os.environ.get("FAKE_FAIL_MESSAGE", "broker: fatal error"), file=sys.stderr)
+            sys.exit(1)
+        if host == os.environ.get("FAKE_NO_JOIN"):
+            print(f"broker on {host}: still trying to reach its parent", file=sys.stderr)
+            time.sleep(600)
+        open(os.path.join(join, host), "w").close()
+        done = os.path.join(join, "done")
+        if program:
+            size = int(os.environ["FAKE_SIZE"])
+            while len([f for f in os.listdir(join) if f != "done"]) < size:
+                time.sleep(0.02)
+            import subprocess
+            code = subprocess.call(program)
+            open(done, "w").close()
+            sys.exit(code)
+        if rank == 0:  # an interactive instance: up until it is stopped
+            signal.signal(signal.SIGTERM, lambda *a: (record(event="SIGTERM"), sys.exit(0)))
+            time.sleep(600)
+        while not os.path.exists(done):
+            time.sleep(0.02)
+        sys.exit(0)
+
     cmd = sys.argv[1]
     args = sys.argv[2:]
+    if cmd == "version":
+        print(f"commands:    \t\t{os.environ.get('FAKE_FLUX_VERSION', '0.83.0')}")
+        print("libflux-core:\t\t0.83.0")
+        sys.exit(0)
     if cmd == "start":
         record()
         program = program_after_options(args)
+        if os.environ.get("FAKE_JOIN_DIR"):
+            joined_instance(args, program)
         if program:
             os.execvp(program[0], program)
         if os.environ.get("FAKE_BROKER_SLEEP"):

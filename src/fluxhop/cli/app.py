@@ -44,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = cli.main(args=args, prog_name="fluxhop", standalone_mode=False)
     except FluxhopError as err:
+        for line in getattr(err, "context", []):
+            click.echo(f"  | {line}", err=True)
         return _fail(str(err), err.exit_code)
     except click.exceptions.Exit as done:
         return int(done.exit_code or 0)

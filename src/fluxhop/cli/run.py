@@ -6,6 +6,7 @@ per task); Kubernetes targeting is long-only (--namespace, --context).
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 
@@ -16,12 +17,15 @@ from fluxhop.cli.common import echo_objects, load_spec, output_option, target_op
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cluster.minicluster import MiniClusters, Root
-from fluxhop.errors import InputError
+from fluxhop.errors import InputError, KubeconfigError
+from fluxhop.local.instance import LocalInstance
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
 
 RUN_SETTINGS = {"allow_interspersed_args": False}
+LOCAL_IMAGE = "local"  # --local runs no container; the spec still names an image
+LOCAL_JOIN_TIMEOUT = 60.0  # brokers on one host join in seconds; --timeout can lower it
 
 
 def spec_from_options(
@@ -126,6 +130,12 @@ def job_options(func):  # type: ignore[no-untyped-def]
     show_default=True,
     help="Seconds to wait for rank 0 to start (the job itself may run longer).",
 )
+@click.option(
+    "--local",
+    is_flag=True,
+    help="Run the brokers on this machine with the flux on PATH (no Kubernetes); "
+    "the default when no kubeconfig is set up and flux is installed.",
+)
 def run_command(
     filename,
     nodes,
@@ -148,6 +158,7 @@ def run_command(
     output,
     keep,
     timeout,
+    local,
 ) -> int:  # type: ignore[no-untyped-def]
     """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...).
 
@@ -161,7 +172,7 @@ def run_command(
         ntasks=ntasks,
         cores=cores,
         gpus=gpus,
-        image=image,
+        image=image or (LOCAL_IMAGE if local and not filename else None),
         workdir=workdir,
         env=env,
         name=name,
@@ -172,14 +183,46 @@ def run_command(
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
-    return run_on_cluster(
-        spec,
-        target,
-        cluster_domain,
-        connect(kubeconfig, context, namespace),
-        keep=keep,
-        timeout=timeout,
-    )
+    if local:
+        return run_local(spec, timeout=timeout)
+    try:
+        ops = connect(kubeconfig, context, namespace)
+    except KubeconfigError:
+        if kubeconfig or context or not shutil.which("flux"):
+            raise
+        click.echo(
+            "fluxhop: no Kubernetes configuration; running on this machine with the flux on PATH "
+            "(--local)",
+            err=True,
+        )
+        return run_local(spec, timeout=timeout)
+    return run_on_cluster(spec, target, cluster_domain, ops, keep=keep, timeout=timeout)
+
+
+def run_local(spec: MiniCluster, *, timeout: float) -> int:
+    """Run ``spec`` as brokers on this machine; always stop them afterwards."""
+    instance = LocalInstance(spec, join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT))
+    try:
+        instance.start()
+        if not instance.interactive:
+            return instance.wait()
+        uri = instance.wait_ready()
+        click.echo(
+            f"fluxhop: MiniCluster {spec.name} is up: {instance.size} brokers on this machine. "
+            f"Use it with: flux proxy {uri}  (Ctrl-C shuts it down)",
+            err=True,
+        )
+        try:
+            instance.serve()
+        except KeyboardInterrupt:
+            click.echo(f"fluxhop: shutting down {spec.name}", err=True)
+            return 0
+        return instance.brokers[0].process.returncode or 0
+    except KeyboardInterrupt:
+        click.echo("fluxhop: interrupted; stopping the brokers", err=True)
+        return 130
+    finally:
+        instance.stop()
 
 
 def run_on_cluster(

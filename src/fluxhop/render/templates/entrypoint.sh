@@ -11,7 +11,8 @@
 # FLUXHOP_FLUX_ROOT and FLUXHOP_BROKER_CONFIG; FLUXHOP_RANK and
 # FLUXHOP_HOSTNAME override the rank and the broker's host name (flux-core
 # 0.82+ -Shostname), which is how fluxhop runs several brokers on one host;
-# FLUXHOP_MAX_RESTARTS bounds the restarts of a worker broker.
+# FLUXHOP_MAX_RESTARTS bounds the restarts of a worker broker, and rank 0
+# touches FLUXHOP_READY_FILE when its initial program starts (all joined).
 
 set -euo pipefail
 
@@ -147,6 +148,12 @@ run_lead() {
         program=("$@")
     else
         program=("$flux_bin" run ${flux_run_args[@]+"${flux_run_args[@]}"} "$@")
+    fi
+    if [ "${#program[@]}" -gt 0 ] && [ -n "${FLUXHOP_READY_FILE:-}" ]; then
+        # The initial program starts once every broker has joined (quorum):
+        # touch the ready file then, for whoever waits on the instance.
+        # shellcheck disable=SC2016
+        program=(/bin/sh -c ': >"$0" && exec "$@"' "$FLUXHOP_READY_FILE" "${program[@]}")
     fi
     local status=0
     run_broker ${program[@]+"${program[@]}"} || status=$?

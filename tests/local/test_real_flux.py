@@ -1,0 +1,44 @@
+"""Against a real flux-core (only where one is on PATH): the local backend's
+bundle must boot real brokers that Flux accepts."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+
+import pytest
+
+from fluxhop.local.instance import LocalInstance
+from tests.local.fakeflux import job
+
+pytestmark = [
+    pytest.mark.flux,
+    pytest.mark.skipif(shutil.which("flux") is None, reason="no flux-core on PATH"),
+]
+
+
+@pytest.fixture
+def short_tmp(monkeypatch):
+    path = tempfile.mkdtemp(prefix="fh-", dir="/tmp")
+    monkeypatch.setenv("TMPDIR", path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_hostname_on_four_ranks(short_tmp):
+    out = io.StringIO()
+    spec = job(["hostname"], nodes=4, tasks=4, name="real")
+    code = LocalInstance(spec, stdout=out, stderr=io.StringIO(), join_timeout=60).run()
+    assert code == 0
+    assert len(out.getvalue().split()) == 4  # one line per task, one task per rank
+    # each task asks its own broker for the host name it was given
+    spec = job(["flux", "getattr", "hostname"], nodes=4, tasks=4, name="real")
+    out = io.StringIO()
+    assert LocalInstance(spec, stdout=out, stderr=io.StringIO()).run() == 0
+    assert sorted(out.getvalue().split()) == ["real-0", "real-1", "real-2", "real-3"]
+
+
+def test_a_failing_command_gives_its_exit_code(short_tmp):
+    spec = job(["sh", "-c", "exit 3"], nodes=4, tasks=4, name="real")
+    assert LocalInstance(spec, stdout=io.StringIO(), stderr=io.StringIO()).run() == 3
