@@ -36,15 +36,12 @@ def scripts_of(objects) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("target", ["job", "jobset"])
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_scripts_pass_bash_n_and_shellcheck(path, target, tmp_path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FluxhopWarning)
-        objects = render(MiniCluster.from_yaml(path.read_text()), target, cert=CERT)
+def check_scripts(objects, directory: Path) -> list[str]:
+    """Write the ConfigMap's scripts to ``directory``; bash -n and shellcheck
+    must pass on each. Returns the script names."""
     files = []
     for name, text in scripts_of(objects).items():
-        file = tmp_path / name
+        file = directory / name
         file.write_text(text)
         subprocess.run(["bash", "-n", str(file)], check=True)
         files.append(str(file))
@@ -53,6 +50,16 @@ def test_scripts_pass_bash_n_and_shellcheck(path, target, tmp_path):
         [SHELLCHECK, "--shell=bash", "--severity=style", *files], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout
+    return [Path(f).name for f in files]
+
+
+@pytest.mark.parametrize("target", ["job", "jobset"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_scripts_pass_bash_n_and_shellcheck(path, target, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FluxhopWarning)
+        objects = render(MiniCluster.from_yaml(path.read_text()), target, cert=CERT)
+    check_scripts(objects, tmp_path)
 
 
 def spec(command, *, nodes=2, tasks=4, **kwargs) -> MiniCluster:

@@ -8,6 +8,7 @@ Server-side apply with field manager ``fluxhop``; transient failures (429,
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -310,7 +311,7 @@ class Kube:
         except httpx2.TransportError as err:
             raise Unreachable(f"lost the log stream of pod {pod}: {err}") from None
 
-    def events_for(self, name: str) -> list[dict[str, Any]]:
+    def events_for(self, name: str) -> builtins.list[dict[str, Any]]:
         return self.list("Event", fields={"involvedObject.name": name})
 
     def close(self) -> None:

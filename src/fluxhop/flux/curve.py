@@ -47,7 +47,7 @@ def z85_encode(data: bytes) -> str:
     """ZeroMQ RFC 32 Z85; the input length must be a multiple of 4."""
     if len(data) % 4:
         raise CurveCertError(f"Z85 needs a multiple of 4 bytes, got {len(data)}")
-    out = []
+    out: list[str] = []
     for offset in range(0, len(data), 4):
         value = int.from_bytes(data[offset : offset + 4], "big")
         chunk = []

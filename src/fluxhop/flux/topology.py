@@ -65,16 +65,16 @@ def _custom(hosts: Sequence[str], parent_of: Mapping[str, str]) -> list[int | No
             raise BrokerConfigError(f"[bootstrap] rank 0 ({host}) may not have a parent")
         result[rank] = rank_of[parent]
     for start in range(1, len(hosts)):
-        seen = set()
-        rank: int | None = start
-        while rank is not None:
-            if rank in seen:
+        seen: set[int] = set()
+        step: int | None = start
+        while step is not None:
+            if step in seen:
                 raise BrokerConfigError(
                     f"[bootstrap] parent keys of {hosts[start]} form a cycle; "
                     "every chain must end at rank 0"
                 )
-            seen.add(rank)
-            rank = result[rank]
+            seen.add(step)
+            step = result[step]
     return result
 
 

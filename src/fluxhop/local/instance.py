@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import closing, suppress
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Protocol
 
 from fluxhop.errors import BrokerFailed, JoinTimeout, LocalError, PortConflict, WaitTimeout
 from fluxhop.flux.curve import CurveCert
@@ -54,6 +54,14 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+class Sink(Protocol):
+    """Where rank 0's output goes (a text stream)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -75,8 +83,8 @@ class _Broker:
 
     def pump(
         self,
-        stream: TextIO | None,
-        sink: TextIO | None,
+        stream: IO[str] | None,
+        sink: Sink | None,
         lines: deque[str] | None,
         *,
         strip: bool = True,
@@ -114,15 +122,15 @@ class LocalInstance:
         flux: str | None = None,
         workdir: str | None = None,
         join_timeout: float = 60.0,
-        stdout: TextIO | None = None,
-        stderr: TextIO | None = None,
+        stdout: Sink | None = None,
+        stderr: Sink | None = None,
     ) -> None:
         self.spec = spec
         self.flux_arg = flux
         self.workdir = workdir
         self.join_timeout = join_timeout
-        self.stdout = stdout if stdout is not None else sys.stdout
-        self.stderr = stderr if stderr is not None else sys.stderr
+        self.stdout: Sink = stdout if stdout is not None else sys.stdout
+        self.stderr: Sink = stderr if stderr is not None else sys.stderr
         self.root: Path | None = None
         self.layout: LocalLayout | None = None
         self.brokers: list[_Broker] = []

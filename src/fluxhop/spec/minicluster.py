@@ -622,7 +622,7 @@ class MiniCluster(Model):
             if reason.endswith(_OPERATOR)
         ]
         # The operator gets each command exactly as written (batch mode reads lines).
-        spec_data = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+        spec_data: dict[str, Any] = data["spec"] if isinstance(data.get("spec"), dict) else {}
         for group in ("containers",):
             for index, container in enumerate(spec_data.get(group) or []):
                 if isinstance(container, dict) and isinstance(container.get("command"), str):
