@@ -52,6 +52,14 @@ def test_runs_the_job_streams_rank_0_and_cleans_up(fake_flux):
     assert all(b.process.returncode is not None for b in local.brokers)
 
 
+def test_an_enclosing_instance_is_not_inherited(fake_flux):
+    """Run inside a Flux job, the brokers must boot their own instance."""
+    fake_flux.set(FAKE_SIZE=2, FLUX_URI="local:///run/flux/local", PMI_RANK="3")
+    assert instance(job(["true"], nodes=2)).run() == 0
+    for start in fake_flux.starts():
+        assert start["env"]["FLUX_URI"] is None and start["env"]["PMI_RANK"] is None
+
+
 def test_the_exit_code_of_the_job_is_returned(fake_flux):
     fake_flux.set(FAKE_SIZE=2)
     assert instance(job(["sh", "-c", "exit 7"], nodes=2)).run() == 7

@@ -38,6 +38,7 @@ SHOWN_LINES = 8
 STOP_GRACE = 5.0  # seconds between TERM and KILL
 WORKER_GRACE = 10.0  # seconds workers get to leave after rank 0 is done
 POLL = 0.05
+INHERITED = ("FLUX_URI", "FLUX_JOB_", "FLUX_TASK_", "FLUX_KVS_NAMESPACE", "PMI_", "PMIX_")
 
 
 def free_ports(count: int) -> list[int]:
@@ -183,7 +184,9 @@ class LocalInstance:
 
     def _environment(self, flux: str, rank: int) -> dict[str, str]:
         assert self.layout is not None
-        env = dict(os.environ)
+        # Inside a Flux job (or under another launcher) the brokers must not
+        # take the enclosing instance's URI or PMI for their own.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED)}
         env["PATH"] = f"{Path(flux).parent}{os.pathsep}{env.get('PATH', '')}"
         env.update(
             {
