@@ -126,8 +126,10 @@ def hop_command(
     dry_run,
     output,
 ) -> int:  # type: ignore[no-untyped-def]
-    """Create a MiniCluster on rabbit nodes, as ``-S rabbit.mpi.*`` would
-    (flux hop --rabbits r1,r2 --command "lmp -in in.reaxff")."""
+    """Create a MiniCluster on rabbit nodes, as a job's -S rabbit.mpi.* would.
+
+    Example: flux hop --rabbits r1,r2 --image IMG --command "lmp -in in.reaxff"
+    """
     request = request_from_flags(
         image=image,
         command=command,
