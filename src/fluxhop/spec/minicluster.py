@@ -10,446 +10,77 @@ Field names and defaults follow the CRD. Three deliberate differences:
 * Operator features fluxhop does not implement are accepted with a one-line
   warning (see each model's ``UNSUPPORTED``), never silently.
 * Invalid values fail at load with one line, before anything is rendered.
+
+The parts live beside this module (``container``, ``pod``, ``fluxsettings``,
+``model``); this one assembles them into the document and re-exports them.
 """
 
 from __future__ import annotations
 
 import copy
-import shlex
 import warnings
-from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
-from fluxhop.errors import CurveCertError, DurationError, FluxhopError, FluxhopWarning, SpecError
-from fluxhop.flux import fsd
-from fluxhop.flux.broker import QUEUE_POLICIES
-from fluxhop.flux.curve import CurveCert
-from fluxhop.flux.topology import validate_topo
+from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.spec.container import (
+    DEFAULT_APP_IMAGE,
+    Capabilities,
+    Commands,
+    Container,
+    ContainerVolume,
+    LifeCycle,
+    ResourceRequirements,
+    SecretRef,
+    SecurityContext,
+)
+from fluxhop.spec.fluxsettings import (
+    DEFAULT_VIEW_IMAGE,
+    FluxContainer,
+    FluxSpec,
+    LoggingSpec,
+    Scheduler,
+)
+from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
-from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
 from fluxhop.spec.screen import screen, spec_error
 
 __all__ = [
     "API_VERSION",
     "DEFAULT_APP_IMAGE",
     "DEFAULT_VIEW_IMAGE",
+    "Capabilities",
+    "Commands",
     "Container",
+    "ContainerVolume",
+    "FluxContainer",
+    "FluxSpec",
+    "LifeCycle",
+    "LoggingSpec",
+    "Metadata",
     "MiniCluster",
     "MiniClusterSpec",
+    "Model",
+    "Network",
+    "PodSecurityContext",
+    "PodSpec",
+    "ResourceRequirements",
+    "Scheduler",
+    "SecretRef",
+    "SecurityContext",
+    "Toleration",
 ]
 
 API_VERSION = "flux-framework.org/v1alpha2"
-DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
-DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"  # the CRD default
-_LEGACY = "it is a v1alpha1 field that the v1alpha2 API server prunes"
-_OPERATOR = " (--target minicluster passes it on to the Flux Operator)"
-
-
-class Model(BaseModel):
-    """Base: camelCase on the wire, no stray keys, mutable for builders."""
-
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, validate_assignment=True
-    )
-    UNSUPPORTED: ClassVar[dict[str, str]] = {}
-
-    def wire(self) -> dict[str, Any]:
-        """The camelCase dict of the fields that were set or differ from defaults."""
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
-
-
-class ResourceRequirements(Model):
-    limits: dict[str, str | int | float] = Field(default_factory=dict)
-    requests: dict[str, str | int | float] = Field(default_factory=dict)
-
-    @field_validator("limits", "requests")
-    @classmethod
-    def _quantities(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for name, amount in value.items():
-            try:
-                if parse_quantity(amount) < 0:
-                    raise ValueError(f"{name} must not be negative")
-            except ValueError as err:
-                raise ValueError(f"{name}: {err}") from None
-        return value
-
-    def cpu(self) -> Decimal | None:
-        """CPUs the pod is guaranteed: the request, else the limit."""
-        for source in (self.requests, self.limits):
-            if "cpu" in source:
-                return parse_quantity(source["cpu"])
-        return None
-
-    def gpus(self) -> int:
-        """GPUs per pod: the first extended resource with "gpu" in its name
-        (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915, ...)."""
-        for source in (self.limits, self.requests):
-            for name, amount in source.items():
-                if "gpu" in name.lower():
-                    return int(parse_quantity(amount))
-        return 0
-
-
-class ContainerVolume(Model):
-    """An existing volume to mount (the operator's ``ContainerVolume``)."""
-
-    path: str | None = None
-    read_only: bool = False
-    claim_name: str | None = None
-    config_map_name: str | None = None
-    secret_name: str | None = None
-    host_path: str | None = None
-    empty_dir: bool = False
-    empty_dir_medium: str | None = None
-    empty_dir_size_limit: str | None = None
-    csi_driver: str | None = None
-    csi_driver_attributes: dict[str, str] = Field(default_factory=dict)
-    items: dict[str, str] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _needs_path(self) -> ContainerVolume:
-        if not self.path and not self.empty_dir:
-            raise ValueError("set path, the directory to mount the volume at")
-        sources = (
-            self.claim_name,
-            self.config_map_name,
-            self.secret_name,
-            self.host_path,
-            self.csi_driver,
-        )
-        if not self.empty_dir and not any(sources):
-            warnings.warn(
-                f"volume at {self.path} names no source (claimName, hostPath, configMapName, "
-                "secretName, csiDriver or emptyDir); fluxhop mounts an empty directory there",
-                FluxhopWarning,
-                stacklevel=2,
-            )
-        return self
-
-
-class SecretRef(Model):
-    name: str
-    key: str
-
-
-class Commands(Model):
-    """Shell snippets run by the entrypoint (bash, in the script's own shell)."""
-
-    init: str | None = None
-    pre: str | None = None
-    broker_pre: str | None = None
-    worker_pre: str | None = None
-    post: str | None = None
-    script: str | None = None
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "prefix": "fluxhop does not implement it; wrap the command yourself" + _OPERATOR,
-        "servicePre": "fluxhop does not run sidecar start scripts" + _OPERATOR,
-    }
-
-
-class LifeCycle(Model):
-    post_start_exec: str | None = None
-    pre_stop_exec: str | None = None
-
-
-class Capabilities(Model):
-    add: list[str] = Field(default_factory=list)
-    drop: list[str] = Field(default_factory=list)
-
-
-class SecurityContext(Model):
-    """A container's Kubernetes SecurityContext (the fields the CRD knows)."""
-
-    allow_privilege_escalation: bool | None = None
-    capabilities: Capabilities | None = None
-    privileged: bool | None = None
-    proc_mount: str | None = None
-    read_only_root_filesystem: bool | None = None
-    run_as_group: int | None = None
-    run_as_non_root: bool | None = None
-    run_as_user: int | None = None
-    se_linux_options: dict[str, str] | None = Field(None, alias="seLinuxOptions")
-    seccomp_profile: dict[str, str] | None = None
-    windows_options: dict[str, Any] | None = None
-    TRANSLATED: ClassVar[frozenset[str]] = frozenset({"addCapabilities"})
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_add_capabilities(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "addCapabilities" in data:
-            data = dict(data)
-            added = data.pop("addCapabilities") or []
-            warnings.warn(
-                "securityContext.addCapabilities is the Flux Operator's old field; "
-                "fluxhop reads it as securityContext.capabilities.add",
-                FluxhopWarning,
-                stacklevel=2,
-            )
-            capabilities = dict(data.get("capabilities") or {})
-            capabilities["add"] = [*capabilities.get("add", []), *added]
-            data["capabilities"] = capabilities
-        return data
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-class PodSecurityContext(Model):
-    """A pod's Kubernetes PodSecurityContext (the fields the CRD knows)."""
-
-    fs_group: int | None = None
-    fs_group_change_policy: str | None = None
-    run_as_group: int | None = None
-    run_as_non_root: bool | None = None
-    run_as_user: int | None = None
-    se_linux_options: dict[str, str] | None = Field(None, alias="seLinuxOptions")
-    seccomp_profile: dict[str, str] | None = None
-    supplemental_groups: list[int] | None = None
-    sysctls: list[dict[str, str]] | None = None
-    windows_options: dict[str, Any] | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-class Container(Model):
-    image: str = DEFAULT_APP_IMAGE
-    name: str | None = None
-    command: list[str] | None = None
-    working_dir: str | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    volumes: dict[str, ContainerVolume] = Field(default_factory=dict)
-    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
-    image_pull_secret: str | None = None
-    pull_always: bool = False
-    security_context: SecurityContext | None = None
-    ports: list[int] = Field(default_factory=list)
-    secrets: dict[str, SecretRef] = Field(default_factory=dict)
-    commands: Commands = Field(default_factory=Commands)
-    life_cycle: LifeCycle = Field(default_factory=LifeCycle)
-    run_flux: bool | None = None
-    launcher: bool = False
-    no_wrap_entrypoint: bool = False
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "batch": "fluxhop does not implement batch mode; use a launcher script" + _OPERATOR,
-        "batchRaw": "fluxhop does not implement batch mode; use a launcher script" + _OPERATOR,
-        "logs": "job output goes to the lead pod's log" + _OPERATOR,
-    }
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _argv(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                words = shlex.split(value)
-            except ValueError as err:
-                raise ValueError(f"cannot split the command into words: {err}") from None
-            return words or None
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _program_first(cls, value: list[str] | None) -> list[str] | None:
-        if value and value[0].startswith("-"):
-            raise ValueError(f"must start with a program name, not the option {value[0]!r}")
-        return value
-
-    @field_validator("environment", mode="before")
-    @classmethod
-    def _env_strings(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(item, str):
-                    raise ValueError(
-                        f"{key}: environment values must be strings; quote {item!r} in the YAML"
-                    )
-        return value
-
-    @field_validator("volumes")
-    @classmethod
-    def _volume_names(cls, value: dict[str, ContainerVolume]) -> dict[str, ContainerVolume]:
-        for name in value:
-            check_dns_label(name, "volume name")
-        return value
-
-    @field_validator("ports")
-    @classmethod
-    def _port_range(cls, value: list[int]) -> list[int]:
-        for port in value:
-            if not 1 <= port <= 65535:
-                raise ValueError(f"port {port} is not in 1-65535")
-        return value
-
-    def pull_policy(self) -> str | None:
-        return "Always" if self.pull_always else self.image_pull_policy
-
-
-class FluxContainer(Model):
-    """The init container that provides a Flux install (the "flux view")."""
-
-    image: str = DEFAULT_VIEW_IMAGE
-    disable: bool = False
-    name: str = "flux-view"
-    mount_path: str = "/mnt/flux"
-    pull_always: bool = False
-    working_dir: str | None = None
-    python_path: str | None = None
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    security_context: SecurityContext | None = None
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "imagePullSecret": "the Flux Operator never used it either; set containers[].imagePullSecret",
-    }
-
-    @field_validator("mount_path")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not value.startswith("/") or value.rstrip("/") == "":
-            raise ValueError("must be an absolute directory such as /mnt/flux")
-        return value.rstrip("/")
-
-
-class Scheduler(Model):
-    queue_policy: str | None = None
-    simple: bool = False
-
-    @field_validator("queue_policy")
-    @classmethod
-    def _policy(cls, value: str | None) -> str | None:
-        if value is not None and value not in QUEUE_POLICIES:
-            raise ValueError(f"must be one of {', '.join(QUEUE_POLICIES)}")
-        return value
-
-
-class FluxSpec(Model):
-    container: FluxContainer = Field(default_factory=FluxContainer)
-    connect_timeout: str = "5s"
-    log_level: int = Field(6, ge=0, le=7)
-    option_flags: str | None = None
-    topology: str | None = None
-    scheduler: Scheduler = Field(default_factory=Scheduler)
-    curve_cert: str | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    network_device: str | None = None  # fluxhop extension: the interface brokers bind
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "arch": "the Flux Operator does not use it either",
-        "submitCommand": "fluxhop runs the job with flux run" + _OPERATOR,
-        "wrap": "fluxhop does not implement flux start --wrap" + _OPERATOR,
-        "minimalService": "fluxhop brokers always resolve each other through the headless Service"
-        + _OPERATOR,
-        "disableSocket": "fluxhop always creates the broker socket" + _OPERATOR,
-        "noWaitSocket": "fluxhop does not run sidecar start scripts" + _OPERATOR,
-        "completeWorkers": "fluxhop workers always exit 0 when the instance shuts down normally"
-        + _OPERATOR,
-        "mungeSecret": "the Flux Operator does not use it either",
-        "bursting": "fluxhop does not implement bursting across clusters" + _OPERATOR,
-        "brokerConfig": "fluxhop generates and validates broker.toml itself" + _OPERATOR,
-    }
-
-    @field_validator("connect_timeout")
-    @classmethod
-    def _fsd(cls, value: str) -> str:
-        if value != "":
-            try:
-                fsd.parse(value)
-            except DurationError as err:
-                raise ValueError(str(err)) from None
-        return value
-
-    @field_validator("topology")
-    @classmethod
-    def _topo(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                validate_topo(value)
-            except FluxhopError as err:
-                raise ValueError(str(err)) from None
-        return value
-
-    @field_validator("option_flags")
-    @classmethod
-    def _flags(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                shlex.split(value)
-            except ValueError as err:
-                raise ValueError(f"cannot split into words: {err}") from None
-        return value
-
-    @field_validator("curve_cert")
-    @classmethod
-    def _cert(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                CurveCert.from_zpl(value)
-            except CurveCertError as err:
-                raise ValueError(str(err)) from None
-        return value
-
-    def option_words(self) -> list[str]:
-        return shlex.split(self.option_flags) if self.option_flags else []
-
-
-class LoggingSpec(Model):
-    quiet: bool = False
-    strict: bool = False
-    debug: bool = False
-    zeromq: bool = False
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "timed": "time the job with your own wrapper" + _OPERATOR
-    }
-
-
-class Network(Model):
-    headless_name: str | None = None
-    disable_affinity: bool = False
-
-    @field_validator("headless_name")
-    @classmethod
-    def _label(cls, value: str | None) -> str | None:
-        return check_dns_label(value, "headlessName") if value is not None else None
-
-
-class Toleration(Model):
-    key: str | None = None
-    operator: Literal["Equal", "Exists"] | None = None
-    value: str | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = None
-
-
-class PodSpec(Model):
-    annotations: dict[str, str] = Field(default_factory=dict)
-    labels: dict[str, str] = Field(default_factory=dict)
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    node_affinity: dict[str, list[str]] = Field(default_factory=dict)
-    tolerations: list[Toleration] = Field(default_factory=list)
-    service_account_name: str | None = None
-    automount_service_account_token: bool | None = None
-    security_context: PodSecurityContext | None = None
-    scheduler_name: str | None = None
-    runtime_class_name: str | None = None
-    dns_policy: str | None = None
-    host_ipc: bool = Field(False, alias="hostIPC")
-    host_pid: bool = Field(False, alias="hostPID")
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "restartPolicy": "fluxhop restarts brokers inside the pod and fails the Job on a failed job"
-        + _OPERATOR,
-        "resources": "the Flux Operator turns it into pod overhead; set containers[].resources"
-        + _OPERATOR,
-    }
 
 
 class MiniClusterSpec(Model):
@@ -469,15 +100,15 @@ class MiniClusterSpec(Model):
     logging: LoggingSpec = Field(default_factory=LoggingSpec)
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "services": "fluxhop does not create a services pod; use sidecar containers" + _OPERATOR,
-        "archive": "fluxhop does not restore KVS archives" + _OPERATOR,
-        "volumes": _LEGACY,
-        "users": _LEGACY,
-        "fluxRestful": _LEGACY,
-        "cores": _LEGACY,
-        "fluxUser": _LEGACY,
-        "preCommand": _LEGACY,
-        "diagnostics": _LEGACY,
+        "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
+        "archive": "fluxhop does not restore KVS archives" + OPERATOR,
+        "volumes": LEGACY,
+        "users": LEGACY,
+        "fluxRestful": LEGACY,
+        "cores": LEGACY,
+        "fluxUser": LEGACY,
+        "preCommand": LEGACY,
+        "diagnostics": LEGACY,
     }
 
     @model_validator(mode="after")
@@ -619,7 +250,7 @@ class MiniCluster(Model):
         extras = [
             (path, copy.deepcopy(value))
             for path, value, reason in dropped
-            if reason.endswith(_OPERATOR)
+            if reason.endswith(OPERATOR)
         ]
         # The operator gets each command exactly as written (batch mode reads lines).
         spec_data: dict[str, Any] = data["spec"] if isinstance(data.get("spec"), dict) else {}

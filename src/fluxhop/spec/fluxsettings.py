@@ -1,0 +1,139 @@
+"""A MiniCluster's ``flux`` and ``logging`` settings: the Flux view, the
+broker options, the scheduler."""
+
+from __future__ import annotations
+
+import shlex
+from typing import ClassVar
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from fluxhop.errors import CurveCertError, DurationError, FluxhopError
+from fluxhop.flux import fsd
+from fluxhop.flux.broker import QUEUE_POLICIES
+from fluxhop.flux.curve import CurveCert
+from fluxhop.flux.topology import validate_topo
+from fluxhop.spec.container import ResourceRequirements, SecurityContext
+from fluxhop.spec.model import OPERATOR, Model
+
+__all__ = ["DEFAULT_VIEW_IMAGE", "FluxContainer", "FluxSpec", "LoggingSpec", "Scheduler"]
+
+DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
+
+
+class FluxContainer(Model):
+    """The init container that provides a Flux install (the "flux view")."""
+
+    image: str = DEFAULT_VIEW_IMAGE
+    disable: bool = False
+    name: str = "flux-view"
+    mount_path: str = "/mnt/flux"
+    pull_always: bool = False
+    working_dir: str | None = None
+    python_path: str | None = None
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    security_context: SecurityContext | None = None
+    UNSUPPORTED: ClassVar[dict[str, str]] = {
+        "imagePullSecret": "the Flux Operator never used it either; set containers[].imagePullSecret",
+    }
+
+    @field_validator("mount_path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/") or value.rstrip("/") == "":
+            raise ValueError("must be an absolute directory such as /mnt/flux")
+        return value.rstrip("/")
+
+
+class Scheduler(Model):
+    queue_policy: str | None = None
+    simple: bool = False
+
+    @field_validator("queue_policy")
+    @classmethod
+    def _policy(cls, value: str | None) -> str | None:
+        if value is not None and value not in QUEUE_POLICIES:
+            raise ValueError(f"must be one of {', '.join(QUEUE_POLICIES)}")
+        return value
+
+
+class FluxSpec(Model):
+    container: FluxContainer = Field(default_factory=FluxContainer)
+    connect_timeout: str = "5s"
+    log_level: int = Field(6, ge=0, le=7)
+    option_flags: str | None = None
+    topology: str | None = None
+    scheduler: Scheduler = Field(default_factory=Scheduler)
+    curve_cert: str | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    network_device: str | None = None  # fluxhop extension: the interface brokers bind
+    UNSUPPORTED: ClassVar[dict[str, str]] = {
+        "arch": "the Flux Operator does not use it either",
+        "submitCommand": "fluxhop runs the job with flux run" + OPERATOR,
+        "wrap": "fluxhop does not implement flux start --wrap" + OPERATOR,
+        "minimalService": "fluxhop brokers always resolve each other through the headless Service"
+        + OPERATOR,
+        "disableSocket": "fluxhop always creates the broker socket" + OPERATOR,
+        "noWaitSocket": "fluxhop does not run sidecar start scripts" + OPERATOR,
+        "completeWorkers": "fluxhop workers always exit 0 when the instance shuts down normally"
+        + OPERATOR,
+        "mungeSecret": "the Flux Operator does not use it either",
+        "bursting": "fluxhop does not implement bursting across clusters" + OPERATOR,
+        "brokerConfig": "fluxhop generates and validates broker.toml itself" + OPERATOR,
+    }
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _fsd(cls, value: str) -> str:
+        if value != "":
+            try:
+                fsd.parse(value)
+            except DurationError as err:
+                raise ValueError(str(err)) from None
+        return value
+
+    @field_validator("topology")
+    @classmethod
+    def _topo(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                validate_topo(value)
+            except FluxhopError as err:
+                raise ValueError(str(err)) from None
+        return value
+
+    @field_validator("option_flags")
+    @classmethod
+    def _flags(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                shlex.split(value)
+            except ValueError as err:
+                raise ValueError(f"cannot split into words: {err}") from None
+        return value
+
+    @field_validator("curve_cert")
+    @classmethod
+    def _cert(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                CurveCert.from_zpl(value)
+            except CurveCertError as err:
+                raise ValueError(str(err)) from None
+        return value
+
+    def option_words(self) -> list[str]:
+        return shlex.split(self.option_flags) if self.option_flags else []
+
+
+class LoggingSpec(Model):
+    quiet: bool = False
+    strict: bool = False
+    debug: bool = False
+    zeromq: bool = False
+    UNSUPPORTED: ClassVar[dict[str, str]] = {
+        "timed": "time the job with your own wrapper" + OPERATOR
+    }

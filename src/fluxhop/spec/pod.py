@@ -1,0 +1,73 @@
+"""A MiniCluster's pod settings: placement, tolerations, security, network."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from fluxhop.spec.model import OPERATOR, Model
+from fluxhop.spec.names import check_dns_label
+
+__all__ = ["Network", "PodSecurityContext", "PodSpec", "Toleration"]
+
+
+class PodSecurityContext(Model):
+    """A pod's Kubernetes PodSecurityContext (the fields the CRD knows)."""
+
+    fs_group: int | None = None
+    fs_group_change_policy: str | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    run_as_user: int | None = None
+    se_linux_options: dict[str, str] | None = Field(None, alias="seLinuxOptions")
+    seccomp_profile: dict[str, str] | None = None
+    supplemental_groups: list[int] | None = None
+    sysctls: list[dict[str, str]] | None = None
+    windows_options: dict[str, Any] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class Network(Model):
+    headless_name: str | None = None
+    disable_affinity: bool = False
+
+    @field_validator("headless_name")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        return check_dns_label(value, "headlessName") if value is not None else None
+
+
+class Toleration(Model):
+    key: str | None = None
+    operator: Literal["Equal", "Exists"] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
+class PodSpec(Model):
+    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_affinity: dict[str, list[str]] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    service_account_name: str | None = None
+    automount_service_account_token: bool | None = None
+    security_context: PodSecurityContext | None = None
+    scheduler_name: str | None = None
+    runtime_class_name: str | None = None
+    dns_policy: str | None = None
+    host_ipc: bool = Field(False, alias="hostIPC")
+    host_pid: bool = Field(False, alias="hostPID")
+    UNSUPPORTED: ClassVar[dict[str, str]] = {
+        "restartPolicy": "fluxhop restarts brokers inside the pod and fails the Job on a failed job"
+        + OPERATOR,
+        "resources": "the Flux Operator turns it into pod overhead; set containers[].resources"
+        + OPERATOR,
+    }
