@@ -10,7 +10,7 @@ import click
 from fluxhop.cli.app import cli
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
-from fluxhop.cli.run import job_options, spec_from_options
+from fluxhop.cli.run import JobFlags, job_options
 from fluxhop.cluster.minicluster import Status
 from fluxhop.render.output import dump_yaml
 
@@ -53,44 +53,17 @@ def _table(statuses: list[Status], wide: bool) -> str:
     "--timeout", type=float, default=600, show_default=True, help="Seconds to wait for the pods."
 )
 def create_command(
-    filename,
-    nodes,
-    ntasks,
-    cores,
-    gpus,
-    image,
-    workdir,
-    env,
-    name,
-    namespace,
-    max_size,
-    gpu_resource,
-    target,
-    cluster_domain,
-    command,
-    kubeconfig,
-    context,
-    wait,
-    timeout,
-) -> int:  # type: ignore[no-untyped-def]
+    job: JobFlags,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    wait: bool,
+    timeout: float,
+) -> int:
     """Create a MiniCluster from -f FILE or from job flags, and leave it running."""
-    spec = spec_from_options(
-        filename,
-        command,
-        nodes=nodes,
-        ntasks=ntasks,
-        cores=cores,
-        gpus=gpus,
-        image=image,
-        workdir=workdir,
-        env=env,
-        name=name,
-        namespace=namespace,
-        max_size=max_size,
-        gpu_resource=gpu_resource,
-    )
+    spec = job.spec(namespace)
     ops = connect(kubeconfig, context, namespace)
-    root = ops.create(spec, target, cluster_domain=cluster_domain)
+    root = ops.create(spec, job.target, cluster_domain=job.cluster_domain)
     click.echo(
         f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace})", err=True
     )

@@ -6,9 +6,12 @@ per task); Kubernetes targeting is long-only (--namespace, --context).
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import click
 
@@ -83,7 +86,48 @@ def spec_from_options(
     )
 
 
-def job_options(func):  # type: ignore[no-untyped-def]
+@dataclass(frozen=True)
+class JobFlags:
+    """The job-shaping options that run and create share (see job_options)."""
+
+    filename: str | None
+    command: tuple[str, ...]
+    nodes: int | None
+    ntasks: int | None
+    cores: int | None
+    gpus: int | None
+    image: str | None
+    workdir: str | None
+    env: tuple[str, ...]
+    name: str | None
+    max_size: int | None
+    gpu_resource: str
+    target: str
+    cluster_domain: str
+
+    def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
+        return spec_from_options(
+            self.filename,
+            self.command,
+            nodes=self.nodes,
+            ntasks=self.ntasks,
+            cores=self.cores,
+            gpus=self.gpus,
+            image=self.image or (None if self.filename else default_image),
+            workdir=self.workdir,
+            env=self.env,
+            name=self.name,
+            namespace=namespace,
+            max_size=self.max_size,
+            gpu_resource=self.gpu_resource,
+        )
+
+
+JOB_FLAGS = tuple(f.name for f in fields(JobFlags))
+
+
+def job_options(func: Callable[..., int]) -> Callable[..., int]:
+    """Add the job options; the command gets them as one ``job: JobFlags``."""
     options = [
         click.option("-f", "--filename", help="Run a MiniCluster file instead of a command."),
         click.option("-N", "--nodes", type=int, help="Number of nodes (pods, Flux brokers)."),
@@ -112,9 +156,16 @@ def job_options(func):  # type: ignore[no-untyped-def]
         ),
         click.argument("command", nargs=-1, type=click.UNPROCESSED),
     ]
+
+    @functools.wraps(func)
+    def with_job(**kwargs: Any) -> int:
+        job = JobFlags(**{key: kwargs.pop(key) for key in JOB_FLAGS})
+        return func(job=job, **kwargs)
+
+    wrapped: Callable[..., int] = with_job
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapped = option(wrapped)
+    return wrapped
 
 
 @cli.command("run", context_settings=RUN_SETTINGS)
@@ -137,49 +188,23 @@ def job_options(func):  # type: ignore[no-untyped-def]
     "the default when no kubeconfig is set up and flux is installed.",
 )
 def run_command(
-    filename,
-    nodes,
-    ntasks,
-    cores,
-    gpus,
-    image,
-    workdir,
-    env,
-    name,
-    namespace,
-    max_size,
-    gpu_resource,
-    target,
-    cluster_domain,
-    command,
-    kubeconfig,
-    context,
-    dry_run,
-    output,
-    keep,
-    timeout,
-    local,
-) -> int:  # type: ignore[no-untyped-def]
+    job: JobFlags,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    dry_run: bool,
+    output: str,
+    keep: bool,
+    timeout: float,
+    local: bool,
+) -> int:
     """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...).
 
     Streams rank 0's output, exits with the job's exit code, and deletes the
     MiniCluster afterwards (also on Ctrl-C) unless --keep is given.
     """
-    spec = spec_from_options(
-        filename,
-        command,
-        nodes=nodes,
-        ntasks=ntasks,
-        cores=cores,
-        gpus=gpus,
-        image=image or (LOCAL_IMAGE if local and not filename else None),
-        workdir=workdir,
-        env=env,
-        name=name,
-        namespace=namespace,
-        max_size=max_size,
-        gpu_resource=gpu_resource,
-    )
+    spec = job.spec(namespace, default_image=LOCAL_IMAGE if local else None)
+    target, cluster_domain = job.target, job.cluster_domain
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
