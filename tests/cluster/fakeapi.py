@@ -88,6 +88,12 @@ def status(
     return httpx2.Response(code, json=body, headers={"content-type": "application/json"})
 
 
+def not_found(kind: str, name: str) -> httpx2.Response:
+    return status(
+        404, "NotFound", f'{kind.lower()}s "{name}" not found', {"name": name, "kind": kind}
+    )
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
@@ -309,12 +315,7 @@ class FakeAPIServer:
         with self.lock:
             obj = self.store.get((kind, namespace, name))
             if obj is None:
-                return status(
-                    404,
-                    "NotFound",
-                    f'{kind.lower()}s "{name}" not found',
-                    {"name": name, "kind": kind},
-                )
+                return not_found(kind, name)
             return httpx2.Response(200, json=copy.deepcopy(obj))
 
     def _list(
@@ -411,12 +412,7 @@ class FakeAPIServer:
         with self.lock:
             obj = self.store.get((kind, namespace, name))
             if obj is None:
-                return status(
-                    404,
-                    "NotFound",
-                    f'{kind.lower()}s "{name}" not found',
-                    {"name": name, "kind": kind},
-                )
+                return not_found(kind, name)
             self._remove(kind, namespace, name)
             return httpx2.Response(
                 200, json={"kind": "Status", "apiVersion": "v1", "status": "Success"}
