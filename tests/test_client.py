@@ -7,18 +7,15 @@ import pytest
 import fluxhop
 from fluxhop.errors import InputError, NotFound
 from tests.conformance import REPO
+from tests.documents import minicluster_doc
 
-SPEC = {
-    "apiVersion": "flux-framework.org/v1alpha2",
-    "kind": "MiniCluster",
-    "metadata": {"name": "api-demo"},
-    "spec": {
-        "size": 2,
-        "maxSize": 3,
-        "tasks": 2,
-        "containers": [{"image": "ubuntu", "command": "hostname"}],
-    },
-}
+SPEC = minicluster_doc(
+    "api-demo",
+    size=2,
+    maxSize=3,
+    tasks=2,
+    containers=[{"image": "ubuntu", "command": "hostname"}],
+)
 
 
 @pytest.fixture

@@ -25,6 +25,10 @@ def cli(capsys, *args):
     return code, out.out, out.err
 
 
+def create_args(config, *extra):
+    return ["create", "--kubeconfig", config, "--name", "demo", "-N", "2", *extra]
+
+
 def run_args(config, *extra):
     return [
         "run",
@@ -83,20 +87,7 @@ def test_ctrl_c_with_keep_keeps(cli_cluster, kubeconfig, capsys, monkeypatch):
 
 def test_create_get_list_logs_scale_delete(cli_cluster, kubeconfig, capsys):
     code, _, err = cli(
-        capsys,
-        "create",
-        "--kubeconfig",
-        kubeconfig,
-        "--name",
-        "demo",
-        "-N",
-        "2",
-        "--max-size",
-        "4",
-        "--image",
-        "ubuntu",
-        "--",
-        "hostname",
+        capsys, *create_args(kubeconfig, "--max-size", "4", "--image", "ubuntu", "--", "hostname")
     )
     assert code == 0, err
     assert "minicluster/demo created" in err
@@ -200,21 +191,7 @@ def test_proxy_runs_local_flux_through_a_kubectl_ssh_wrapper(
     cli_cluster, kubeconfig, capsys, fake_tools
 ):
     cli_cluster.runner = lambda pod, index: ([], 0)
-    assert (
-        cli(
-            capsys,
-            "create",
-            "--kubeconfig",
-            kubeconfig,
-            "--name",
-            "demo",
-            "-N",
-            "2",
-            "--image",
-            "u",
-        )[0]
-        == 0
-    )
+    assert cli(capsys, *create_args(kubeconfig, "--image", "u"))[0] == 0
     lead = next(
         o
         for o in cli_cluster.objects(kinds=("Pod",))

@@ -22,6 +22,7 @@ from fluxhop.spec import MiniCluster
 from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.minicluster import ResourceRequirements, SecurityContext
 from tests.conformance import CONFORMANCE
+from tests.documents import minicluster_doc
 from tests.schemas import SchemaError, validate
 
 EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml"))
@@ -30,14 +31,7 @@ CERT = CurveCert.generate("fixed")
 
 def spec_of(**spec) -> MiniCluster:
     body = {"containers": [{"image": "ubuntu:noble", "command": "hostname"}], **spec}
-    return MiniCluster.from_dict(
-        {
-            "apiVersion": "flux-framework.org/v1alpha2",
-            "kind": "MiniCluster",
-            "metadata": {"name": "demo", "namespace": "team"},
-            "spec": body,
-        }
-    )
+    return MiniCluster.from_dict(minicluster_doc("demo", "team", **body))
 
 
 def by_kind(objects):

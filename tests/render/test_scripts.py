@@ -20,6 +20,7 @@ from fluxhop.render import render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.flags import minicluster_from_flags
 from tests.conformance import CONFORMANCE
+from tests.documents import minicluster_doc
 from tests.render.podsim import Pod
 
 CERT = CurveCert.generate("podsim")
@@ -207,27 +208,23 @@ def test_missing_rank_is_a_clear_error(tmp_path):
 
 
 def test_commands_run_in_the_entrypoint_shell(tmp_path):
-    doc = {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": "sim"},
-        "spec": {
-            "size": 2,
-            "tasks": 2,
-            "containers": [
-                {
-                    "image": "x",
-                    "command": "sh -c 'echo $FROM_PRE'",
-                    "commands": {
-                        "pre": "export FROM_PRE=hello-from-pre\n",
-                        "post": "echo post-ran >&2\n",
-                        "brokerPre": "echo lead-only >&2\n",
-                        "workerPre": "echo worker-only >&2\n",
-                    },
-                }
-            ],
-        },
-    }
+    doc = minicluster_doc(
+        "sim",
+        size=2,
+        tasks=2,
+        containers=[
+            {
+                "image": "x",
+                "command": "sh -c 'echo $FROM_PRE'",
+                "commands": {
+                    "pre": "export FROM_PRE=hello-from-pre\n",
+                    "post": "echo post-ran >&2\n",
+                    "brokerPre": "echo lead-only >&2\n",
+                    "workerPre": "echo worker-only >&2\n",
+                },
+            }
+        ],
+    )
     mc = MiniCluster.from_dict(doc)
     lead = pod(tmp_path, mc, 0)
     result = lead.run()
@@ -243,16 +240,12 @@ def test_commands_run_in_the_entrypoint_shell(tmp_path):
 
 def test_failing_pre_is_fatal_only_when_strict(tmp_path):
     def doc(strict):
-        return {
-            "apiVersion": "flux-framework.org/v1alpha2",
-            "kind": "MiniCluster",
-            "metadata": {"name": "sim"},
-            "spec": {
-                "size": 1,
-                "logging": {"strict": strict},
-                "containers": [{"image": "x", "command": "true", "commands": {"pre": "false\n"}}],
-            },
-        }
+        return minicluster_doc(
+            "sim",
+            size=1,
+            logging={"strict": strict},
+            containers=[{"image": "x", "command": "true", "commands": {"pre": "false\n"}}],
+        )
 
     relaxed = pod(tmp_path / "relaxed", MiniCluster.from_dict(doc(False)), 0)
     assert relaxed.run().returncode == 0
@@ -261,17 +254,13 @@ def test_failing_pre_is_fatal_only_when_strict(tmp_path):
 
 
 def test_quiet_mode_leaves_only_the_job_output(tmp_path):
-    doc = {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": "sim"},
-        "spec": {
-            "size": 2,
-            "tasks": 2,
-            "logging": {"quiet": True},
-            "containers": [{"image": "x", "command": "echo hello"}],
-        },
-    }
+    doc = minicluster_doc(
+        "sim",
+        size=2,
+        tasks=2,
+        logging={"quiet": True},
+        containers=[{"image": "x", "command": "echo hello"}],
+    )
     lead = pod(tmp_path, MiniCluster.from_dict(doc), 0)
     result = lead.run()
     assert (result.returncode, result.stdout, result.stderr) == (0, "hello\n", "")
@@ -279,15 +268,11 @@ def test_quiet_mode_leaves_only_the_job_output(tmp_path):
 
 
 def test_launcher_runs_the_command_as_the_initial_program(tmp_path):
-    doc = {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": "sim"},
-        "spec": {
-            "size": 2,
-            "containers": [{"image": "x", "launcher": True, "command": "sh -c 'exit 4'"}],
-        },
-    }
+    doc = minicluster_doc(
+        "sim",
+        size=2,
+        containers=[{"image": "x", "launcher": True, "command": "sh -c 'exit 4'"}],
+    )
     lead = pod(tmp_path, MiniCluster.from_dict(doc), 0)
     result = lead.run()
     assert result.returncode == 4

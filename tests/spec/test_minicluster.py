@@ -11,6 +11,7 @@ from fluxhop.errors import FluxhopWarning, SpecError
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.names import ADJECTIVES, NOUNS, random_name
 from tests.conformance import CONFORMANCE
+from tests.documents import minicluster_doc
 
 EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml"))
 
@@ -20,13 +21,7 @@ def load(text: str) -> MiniCluster:
 
 
 def minimal(**spec) -> dict:
-    body = {"containers": [{"image": "ubuntu:noble", "command": "hostname"}], **spec}
-    return {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": "demo"},
-        "spec": body,
-    }
+    return minicluster_doc(containers=[{"image": "ubuntu:noble", "command": "hostname"}], **spec)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
