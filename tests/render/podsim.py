@@ -100,6 +100,7 @@ FAKE_FLUX = textwrap.dedent(
             os.execvp(program[0], program)
         if os.environ.get("FAKE_BROKER_SLEEP"):
             signal.signal(signal.SIGTERM, lambda *a: (record(event="SIGTERM"), sys.exit(143)))
+            record(event="listening")  # the handler is in place: a test may signal now
             time.sleep(float(os.environ["FAKE_BROKER_SLEEP"]))
         sys.exit(next_broker_exit())
     if cmd == "run":
@@ -111,6 +112,9 @@ FAKE_FLUX = textwrap.dedent(
         os.execvp(args[i], args[i:])
     if cmd == "R":
         record()
+        gate = os.environ.get("FAKE_R_GATE")
+        while gate and not os.path.exists(gate):  # hold the script here until the test opens it
+            time.sleep(0.02)
         print(json.dumps({"version": 1, "execution": {"R_lite": [], "fake": args}}))
         sys.exit(0)
     if cmd == "proxy":

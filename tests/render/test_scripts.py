@@ -175,19 +175,39 @@ def test_worker_gives_up_after_bounded_restarts(tmp_path):
     assert "giving up" in result.stderr
 
 
+def wait_for_call(pod: Pod, predicate, what: str, timeout: float = 60) -> None:
+    """Wait for the event itself (a recorded stand-in call), never for a guess."""
+    deadline = time.monotonic() + timeout
+    while not any(predicate(c) for c in pod.calls()):
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.02)
+
+
 def test_sigterm_reaches_the_broker_and_the_worker_does_not_restart(tmp_path):
-    worker = pod(tmp_path, spec(["true"]), 1, FAKE_BROKER_SLEEP="30", FAKE_BROKER_EXITS="1")
+    worker = pod(tmp_path, spec(["true"]), 1, FAKE_BROKER_SLEEP="60", FAKE_BROKER_EXITS="1")
     process = worker.start()
-    deadline = time.monotonic() + 20
-    while not worker.calls() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert worker.calls(), "the broker never started"
+    wait_for_call(worker, lambda c: c.get("event") == "listening", "the broker's start")
     Pod.terminate(process)
-    process.communicate(timeout=20)
+    process.communicate(timeout=30)
     assert process.returncode == 143
     events = [c.get("event") for c in worker.calls()]
     assert "SIGTERM" in events
     assert len(broker_starts(worker.calls())) == 1
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_sigterm_before_the_broker_starts_stops_the_pod_without_a_broker(tmp_path, rank):
+    """The trap is in place before any child runs: a SIGTERM while the script
+    is still writing R ends it with 143 and no broker is ever started."""
+    gate = tmp_path / "gate"
+    member = pod(tmp_path, spec(["true"]), rank, FAKE_R_GATE=str(gate))
+    process = member.start()
+    wait_for_call(member, lambda c: c["argv"][0] == "R", "the R encode call")
+    Pod.terminate(process)  # pending in bash until R returns
+    gate.touch()
+    process.communicate(timeout=30)
+    assert process.returncode == 143
+    assert broker_starts(member.calls()) == []
 
 
 def test_host_name_must_match_the_rank(tmp_path):

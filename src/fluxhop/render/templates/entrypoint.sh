@@ -16,6 +16,22 @@
 
 set -euo pipefail
 
+# TERM/INT are trapped from the very start, not only while a broker runs: the
+# kubelet may stop the pod at any moment, and bash as PID 1 would otherwise
+# die (or ignore the signal) before the trap exists. A signal that comes
+# before the broker has started means it is never started.
+terminating=0
+signal_status=0
+child=
+# shellcheck disable=SC2329  # invoked by the traps below
+on_signal() {
+    terminating=1
+    signal_status=$1
+    if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; fi
+}
+trap 'on_signal 143' TERM
+trap 'on_signal 130' INT
+
 # Flux's rc scripts run bash, and bash sources ~/.bashrc when SHLVL is unset
 # (or 0); a heavy .bashrc (conda, pyenv) then slows or hangs the broker's
 # bootstrap. bash lowers SHLVL in a child it execs, so the broker is started
@@ -121,20 +137,20 @@ write_env() {
     } >"$runtime/env.sh"
 }
 
-terminating=0
 run_broker() {
-    # Run `flux start` in the background and pass TERM/INT on to it: bash as
-    # PID 1 would otherwise ignore the pod's SIGTERM.
+    # Run `flux start` in the background and pass TERM/INT on to it (on_signal).
+    if [ "$terminating" = 1 ]; then return "$signal_status"; fi
     env SHLVL="$SHLVL" "$flux_bin" start ${broker_args[@]+"${broker_args[@]}"} "$@" &
-    local child=$!
-    trap 'terminating=1; kill -TERM "$child" 2>/dev/null || true' TERM INT
+    child=$!
+    # a signal between the fork and the assignment above found no child yet
+    if [ "$terminating" = 1 ]; then kill -TERM "$child" 2>/dev/null || true; fi
     local status=0
     while :; do
         status=0
         wait "$child" || status=$?
         kill -0 "$child" 2>/dev/null || break
     done
-    trap - TERM INT
+    child=
     return "$status"
 }
 
