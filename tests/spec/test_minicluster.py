@@ -109,6 +109,47 @@ def test_unknown_container_field_suggests_the_closest_name():
 
 
 @pytest.mark.parametrize(
+    "field, became",
+    [
+        ("existingVolumes", "became volumes"),
+        ("preCommand", "became commands.pre"),
+        ("fluxUser", "runAsUser"),
+        ("cores", "resources.limits.cpu"),
+        ("diagnostics", "spec.logging.debug"),
+        ("runFluxAsRoot", "run the container as root"),
+        ("fluxOptionFlags", "became spec.flux.optionFlags"),
+        ("fluxLogLevel", "became spec.flux.logLevel"),
+    ],
+)
+def test_a_v1alpha1_container_field_names_what_it_became(field, became):
+    doc = minimal()
+    doc["spec"]["containers"][0][field] = "x"
+    with pytest.raises(SpecError) as info:
+        MiniCluster.from_dict(doc)
+    message = str(info.value)
+    assert message.startswith(f"spec.containers[0].{field} is a Flux Operator v1alpha1 field")
+    assert became in message and "valid keys" not in message and "\n" not in message
+
+
+def test_v1alpha1_run_flux_as_root_in_commands_names_the_replacement():
+    doc = minimal()
+    doc["spec"]["containers"][0]["commands"] = {"runFluxAsRoot": True}
+    with pytest.raises(SpecError, match=r"commands\.runFluxAsRoot is a Flux Operator v1alpha1"):
+        MiniCluster.from_dict(doc)
+
+
+@pytest.mark.parametrize(
+    "field, became",
+    [("volumes", "claimName"), ("fluxRestful", "flux proxy"), ("preCommand", "commands.pre")],
+)
+def test_a_v1alpha1_top_level_field_warns_with_what_it_became(field, became):
+    with pytest.warns(FluxhopWarning) as record:
+        MiniCluster.from_dict(minimal(**{field: {}}))
+    (line,) = [str(w.message) for w in record]
+    assert line.startswith(f"spec.{field} is ignored: it is a v1alpha1 field") and became in line
+
+
+@pytest.mark.parametrize(
     "name, message",
     [
         ("Bad_Name", "lower-case"),

@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from fluxhop.errors import FluxhopWarning
+from fluxhop.spec import legacy
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
 from fluxhop.spec.quantity import parse_quantity
@@ -120,6 +121,7 @@ class Commands(Model):
         "prefix": "fluxhop does not implement it; wrap the command yourself" + OPERATOR,
         "servicePre": "fluxhop does not run sidecar start scripts" + OPERATOR,
     }
+    V1ALPHA1: ClassVar[dict[str, str]] = legacy.COMMANDS
 
 
 class LifeCycle(Model):
@@ -193,6 +195,7 @@ class Container(Model):
         "batchRaw": "fluxhop does not implement batch mode; use a launcher script" + OPERATOR,
         "logs": "job output goes to the lead pod's log" + OPERATOR,
     }
+    V1ALPHA1: ClassVar[dict[str, str]] = legacy.CONTAINER
 
     @field_validator("command", mode="before")
     @classmethod

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.spec import legacy
 from fluxhop.spec.container import (
     DEFAULT_APP_IMAGE,
     Capabilities,
@@ -102,13 +103,7 @@ class MiniClusterSpec(Model):
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
         "archive": "fluxhop does not restore KVS archives" + OPERATOR,
-        "volumes": LEGACY,
-        "users": LEGACY,
-        "fluxRestful": LEGACY,
-        "cores": LEGACY,
-        "fluxUser": LEGACY,
-        "preCommand": LEGACY,
-        "diagnostics": LEGACY,
+        **{key: f"{LEGACY}; {became}" for key, became in legacy.SPEC.items()},
     }
 
     @model_validator(mode="after")

@@ -23,6 +23,8 @@ class Model(BaseModel):
         extra="forbid", alias_generator=to_camel, populate_by_name=True, validate_assignment=True
     )
     UNSUPPORTED: ClassVar[dict[str, str]] = {}
+    # v1alpha1 fields that are an error here, each with what it became (legacy.py)
+    V1ALPHA1: ClassVar[dict[str, str]] = {}
 
     def wire(self) -> dict[str, Any]:
         """The camelCase dict of the fields that were set or differ from defaults."""

@@ -1,12 +1,14 @@
 """Screening of raw MiniCluster documents before pydantic sees them.
 
-Three kinds of keys exist at every level of the model:
+These kinds of keys exist at every level of the model:
 
 * supported keys, validated by the pydantic model;
 * keys fluxhop knows but does not support (Flux Operator features it does not
   implement, legacy v1alpha1 fields, server-populated metadata): dropped with
   one warning line each, so existing files still load;
 * old spellings a model converts itself (``TRANSLATED``): passed through;
+* v1alpha1 fields that would change what runs (``V1ALPHA1``): an error that
+  names what the field became in v1alpha2;
 * anything else: an error naming the key and the closest valid name.
 
 Pydantic errors are turned into the same one-line form:
@@ -80,6 +82,7 @@ def screen(
     fields = _aliases(model)
     unsupported: Mapping[str, str] = getattr(model, "UNSUPPORTED", {})
     translated: frozenset[str] = getattr(model, "TRANSLATED", frozenset())
+    v1alpha1: Mapping[str, str] = getattr(model, "V1ALPHA1", {})
     cleaned: dict[str, Any] = {}
     for key, value in data.items():
         where = format_path((*path, key))
@@ -87,6 +90,10 @@ def screen(
             cleaned[key] = _screen_value(value, fields[key], (*path, key), dropped)
         elif key in translated:  # an old spelling the model itself converts
             cleaned[key] = value
+        elif key in v1alpha1:
+            raise SpecError(
+                f"{where} is a Flux Operator v1alpha1 field; in v1alpha2 it {v1alpha1[key]}"
+            )
         elif key in unsupported:
             warnings.warn(f"{where} is ignored: {unsupported[key]}", FluxhopWarning, stacklevel=2)
             if dropped is not None:
