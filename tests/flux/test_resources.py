@@ -281,3 +281,15 @@ def test_malformed_r_is_invalid_resource_set(doc):
     with pytest.raises(InvalidResourceSet) as info:
         ResourceSet.from_json(doc)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("no_r", [None, "null", b"null"])
+def test_no_r_is_the_empty_set_as_in_flux_python(no_r):
+    """flux's ``ResourceSet()`` / ``ResourceSet(None)``: 0 nodes, 0 cores, and
+    this encoding (what flux-core 0.88's ``ResourceSet().encode()`` prints)."""
+    empty = ResourceSet.from_json(no_r)
+    assert (empty.nnodes, empty.ncores, empty.ngpus, empty.nodelist) == (0, 0, 0, [])
+    assert empty.to_json() == (
+        '{"version": 1, "execution": {"R_lite": [], "starttime": 0.0, "expiration": 0.0}}'
+    )
+    assert ResourceSet.from_json(empty.to_json()) == empty

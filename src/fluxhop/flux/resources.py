@@ -206,8 +206,14 @@ class ResourceSet:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_json(cls, text: str | bytes | Mapping[str, Any]) -> ResourceSet:
-        """Parse R; anything malformed raises :class:`InvalidResourceSet`."""
+    def from_json(cls, text: str | bytes | Mapping[str, Any] | None) -> ResourceSet:
+        """Parse R; anything malformed raises :class:`InvalidResourceSet`.
+
+        No R (``None`` or the JSON ``null``) is the empty set, as flux's own
+        ``ResourceSet()`` is: 0 nodes, 0 cores.
+        """
+        if text is None:
+            return cls.empty()
         if isinstance(text, Mapping):
             doc: Any = text
         else:
@@ -215,7 +221,12 @@ class ResourceSet:
                 doc = json.loads(text)
             except (TypeError, ValueError) as err:
                 raise InvalidResourceSet(f"R is not valid JSON: {err}") from None
-        return _from_doc(doc)
+        return cls.empty() if doc is None else _from_doc(doc)
+
+    @classmethod
+    def empty(cls) -> ResourceSet:
+        """The resource set of no resources."""
+        return cls(groups=())
 
 
 def _require(condition: bool, message: str) -> None:
