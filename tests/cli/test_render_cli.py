@@ -115,7 +115,7 @@ def test_run_dry_run_keeps_argv_and_flux_flags(capsys):
     assert {"name": "A", "value": "1"} in container["env"]
     assert container["workingDir"] == "/w"
     assert job["spec"]["parallelism"] == 4
-    assert "flux_run_args=(-N 4 -n 8 -c 2)" in objects[0]["data"]["entrypoint.sh"]
+    assert "flux_run_args=(-N 4 -n 8 --exclusive -c 2)" in objects[0]["data"]["entrypoint.sh"]
 
 
 def test_run_stops_option_parsing_at_the_command(capsys):

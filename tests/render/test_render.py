@@ -49,6 +49,10 @@ def lead_container(objects):
     return pod_spec(objects)["containers"][0]
 
 
+def entrypoint_of(spec: MiniCluster) -> str:
+    return by_kind(render(spec, cert=CERT))["ConfigMap"]["data"]["entrypoint.sh"]
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_renders_objects_the_api_server_accepts(path, target):
@@ -240,26 +244,26 @@ def test_interactive_has_no_args_and_sets_rc2_none_in_the_script():
     assert "interactive=1" in by_kind(objects)["ConfigMap"]["data"]["entrypoint.sh"]
 
 
-def test_flux_run_flags_follow_the_operator_rule_and_gpus_per_task():
+def test_flux_run_flags_take_whole_nodes_and_keep_the_users_slot_shape():
     spec = minicluster_from_flags(
         ["app"], image="x", nodes=2, tasks=4, cores_per_task=2, gpus_per_task=1, name="demo"
     )
-    script = by_kind(render(spec, cert=CERT))["ConfigMap"]["data"]["entrypoint.sh"]
-    assert "flux_run_args=(-N 2 -n 4 -c 2 -g 1)" in script
-    yaml_spec = spec_of(size=4, tasks=2)
-    assert (
-        "flux_run_args=(-n 2)"
-        in by_kind(render(yaml_spec, cert=CERT))["ConfigMap"]["data"]["entrypoint.sh"]
-    )
-    gpu_spec = spec_of(size=2, tasks=4)
-    gpu_spec.spec.containers[0].resources = ResourceRequirements.model_validate(
-        {"limits": {"nvidia.com/gpu": 4}}
-    )
-    # 4 GPUs per node over 2 tasks per node: -g 2 (Flux's -g is per task)
-    assert (
-        "flux_run_args=(-N 2 -n 4 -g 2)"
-        in by_kind(render(gpu_spec, cert=CERT))["ConfigMap"]["data"]["entrypoint.sh"]
-    )
+    assert "flux_run_args=(-N 2 -n 4 --exclusive -c 2 -g 1)" in entrypoint_of(spec)
+    # fewer tasks than nodes: a node of its own for each task (Flux refuses -N > -n)
+    assert "flux_run_args=(-N 2 -n 2 --exclusive)" in entrypoint_of(spec_of(size=4, tasks=2))
+    # tasks: 0 is the operator's "-N size" alone, which Flux makes exclusive itself
+    assert "flux_run_args=(-N 4)" in entrypoint_of(spec_of(size=4, tasks=0))
+
+
+def test_a_file_without_tasks_runs_one_task_per_node():
+    """The Flux Operator's default (tasks: 1, so flux run -n 1 on N nodes) is
+    a known trap; fluxhop runs one task per node, as flux run -N does."""
+    doc = minicluster_doc(size=3, containers=[{"image": "x", "command": "app"}])
+    spec = MiniCluster.from_dict(doc)
+    assert spec.spec.tasks is None and spec.spec.ntasks == 3
+    assert "flux_run_args=(-N 3 -n 3 --exclusive)" in entrypoint_of(spec)
+    doc["spec"]["tasks"] = 1
+    assert "flux_run_args=(-N 1 -n 1 --exclusive)" in entrypoint_of(MiniCluster.from_dict(doc))
 
 
 def test_flux_disabled_uses_the_image_flux_and_no_init_container():

@@ -100,6 +100,7 @@ def test_rank0_preserves_argv_and_propagates_the_exit_code(tmp_path):
         "2",
         "-n",
         "4",
+        "--exclusive",
         "sh",
         "-c",
         'echo "a  b" && exit 3',

@@ -103,7 +103,7 @@ def test_argv_arrives_exactly_and_the_exit_code_propagates(tmp_path, runtime):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == repr(ARGV[3:])
     run_call = next(c for c in lead.calls() if c["argv"][0] == "run")
-    assert run_call["argv"] == ["run", "-N", "2", "-n", "2", *ARGV]
+    assert run_call["argv"] == ["run", "-N", "2", "-n", "2", "--exclusive", *ARGV]
 
     failing = build(trainjob(numNodes=2, command=["sh", "-c", "exit 7"]), runtime, cert=CERT)
     assert run_pod(tmp_path / "f", failing, 0, "demo-node-0-0").run().returncode == 7
@@ -147,7 +147,7 @@ def test_fallbacks(trainer, policy, nodes, procs):
     objects = build(job, runtime, cert=CERT)
     assert objects[-1]["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == nodes
     entrypoint = objects[0]["data"]["entrypoint.sh"]
-    assert f"flux_run_args=(-N {nodes} -n {nodes * procs})" in entrypoint
+    assert f"flux_run_args=(-N {nodes} -n {nodes * procs} --exclusive)" in entrypoint
     r = objects[0]["data"]["R"]
     assert f'"children": {{"core": "{"0" if procs == 1 else f"0-{procs - 1}"}"}}' in r
 
@@ -162,12 +162,11 @@ def test_custom_subdomain_is_used_for_brokers(runtime):
         validate(obj)
 
 
-@pytest.mark.parametrize(
-    ("procs", "gpus", "flag"),
-    [(1, 4, ["-g", "4"]), (4, 4, ["-g", "1"]), (2, 4, ["-g", "2"]), (8, 4, [])],
-)
-def test_gpus_are_given_per_task(procs, gpus, flag):
-    """The plugin passed the per-node count to -g, which Flux reads per task."""
+@pytest.mark.parametrize(("procs", "gpus"), [(1, 4), (4, 4), (2, 4), (8, 4), (3, 2)])
+def test_the_job_owns_every_gpu_of_its_nodes(procs, gpus):
+    """The plugin passed the per-node count to -g, which Flux reads per task;
+    dividing instead rounds 4 GPUs over 8 ranks down to none. The job takes
+    whole nodes, so every GPU that R declares is allocated to it."""
     job = trainjob(
         numNodes=2,
         numProcPerNode=procs,
@@ -175,8 +174,8 @@ def test_gpus_are_given_per_task(procs, gpus, flag):
         resourcesPerNode={"limits": {"nvidia.com/gpu": gpus}},
     )
     objects = build(job, flux_runtime(), cert=CERT)
-    expected = " ".join(["-N", "2", "-n", str(2 * procs), *flag])
-    assert f"flux_run_args=({expected})" in objects[0]["data"]["entrypoint.sh"]
+    expected = f"flux_run_args=(-N 2 -n {2 * procs} --exclusive)"
+    assert expected in objects[0]["data"]["entrypoint.sh"]
     assert f'"gpu": "0-{gpus - 1}"' in objects[0]["data"]["R"]
     assert node_container(objects)["resources"] == {"limits": {"nvidia.com/gpu": gpus}}
 
@@ -186,7 +185,8 @@ def test_gpus_from_the_runtime_container():
         resources={"requests": {"amd.com/gpu": "2"}, "limits": {"amd.com/gpu": "2"}}
     )
     objects = build(trainjob(numNodes=1, command=["x"]), runtime, cert=CERT)
-    assert "-g 2" in objects[0]["data"]["entrypoint.sh"]
+    assert "flux_run_args=(-N 1 -n 1 --exclusive)" in objects[0]["data"]["entrypoint.sh"]
+    assert '"gpu": "0-1"' in objects[0]["data"]["R"]
 
 
 def test_curve_key_is_random_not_derived_from_the_uid(runtime):
@@ -348,3 +348,33 @@ def test_scripts_pass_bash_n_and_shellcheck(tmp_path, runtime):
 
     objects = build(trainjob(numNodes=2, command=["x"]), runtime, cert=CERT)
     assert {"entrypoint.sh", "init.sh", "connect.sh"} <= set(check_scripts(objects, tmp_path))
+
+
+def node_job_spec(objects: list[dict]) -> dict:
+    jobset = objects[-1]
+    return next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "node")["template"][
+        "spec"
+    ]
+
+
+@pytest.mark.parametrize("path", FLUX_TRAINJOBS, ids=lambda p: p.name)
+def test_a_failing_command_fails_once_and_is_not_retried(path, runtime):
+    """The plugin left backoffLimit unset (Kubernetes' default 6) and set no
+    JobSet failurePolicy, so a failing training command ran up to seven times."""
+    objects = build(documents(path)[0], runtime, cert=CERT)
+    job = node_job_spec(objects)
+    assert job["backoffLimit"] == 0
+    assert job["podFailurePolicy"]["rules"][0]["action"] == "Ignore"  # evictions do not count
+    assert objects[-1]["spec"]["failurePolicy"] == {"maxRestarts": 0}
+    assert node_pod(objects)["restartPolicy"] == "Never"
+    validate(objects[-1])
+
+
+def test_retry_settings_the_runtime_chose_are_kept():
+    runtime = copy.deepcopy(flux_runtime())
+    template = runtime["spec"]["template"]["spec"]
+    template["failurePolicy"] = {"maxRestarts": 2}
+    template["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 1
+    objects = build(trainjob(numNodes=2, command=["x"]), runtime, cert=CERT)
+    assert node_job_spec(objects)["backoffLimit"] == 1
+    assert objects[-1]["spec"]["failurePolicy"] == {"maxRestarts": 2}

@@ -65,7 +65,7 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
         "workdir": lead.working_dir or "(the image's)",
         "rabbits": ",".join(spec.spec.pod.node_affinity.get("kubernetes.io/hostname", [])),
         "nodes": str(spec.spec.size),
-        "tasks": str(spec.spec.tasks),
+        "tasks": str(spec.spec.ntasks),
         "flux view": "no (the image has Flux)" if spec.spec.flux.container.disable else "added",
         "always succeed": "yes" if request.succeed else "no",
         "environment": ", ".join(f"{k}={v}" for k, v in lead.environment.items()) or "-",

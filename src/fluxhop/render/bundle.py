@@ -72,27 +72,31 @@ def k8s_escape(word: str) -> str:
     return word.replace("$", "$$")
 
 
-def _tasks_per_node(tasks: int, size: int) -> int:
-    return max(1, math.ceil(tasks / size)) if tasks else 1
+def flux_run_args(spec: MiniCluster) -> list[str]:
+    """``flux run`` flags for the job rank 0 runs, then optionFlags.
 
+    The job owns every resource of its nodes: it asks for whole nodes
+    (``--exclusive``), so every core and every GPU that R declares on them is
+    allocated to it whatever the ratio of tasks to GPUs. Computing ``-g`` per
+    task instead rounds 1 GPU over 2 tasks per node down to 0, and flux-core's
+    shell then sets ``CUDA_VISIBLE_DEVICES=-1`` for a job allocated no GPU.
+    Which of the job's GPUs a task sees is Flux's own ``gpu-affinity`` shell
+    option: all of the node's by default, split with ``-o gpu-affinity=per-task``
+    (and cores likewise with ``cpu-affinity``). ``-c``/``-g`` given by the user
+    in optionFlags still shape the slots.
 
-def flux_run_args(spec: MiniCluster, gpus_per_node: int) -> list[str]:
-    """``flux run`` flags: the Flux Operator's -N/-n rule plus optionFlags."""
+    Fewer tasks than nodes gives each task a node of its own (``-N tasks``):
+    Flux refuses more nodes than tasks.
+    """
     body = spec.spec
-    args: list[str]
-    if body.tasks == 0:
-        args = ["-N", str(body.size)]
-    elif body.tasks >= body.size:
-        args = ["-N", str(body.size), "-n", str(body.tasks)]
-    else:
-        args = ["-n", str(body.tasks)]
     extra = body.flux.option_words()
-    gpu_flags = {"-g", "--gpus-per-task"}
-    mentions_gpus = any(w in gpu_flags or w.startswith(("-g", "--gpus-per-task=")) for w in extra)
-    if gpus_per_node and not mentions_gpus:
-        per_task = gpus_per_node // _tasks_per_node(body.tasks, body.size)
-        if per_task:
-            args += ["-g", str(per_task)]
+    if body.tasks == 0:  # the operator's "-N size" alone: Flux makes it exclusive itself
+        args = ["-N", str(body.size)]
+    else:
+        nodes = min(body.size, body.ntasks)
+        args = ["-N", str(nodes), "-n", str(body.ntasks)]
+        if not {"--exclusive", "-x"} & set(extra):
+            args.append("--exclusive")
     if body.logging.debug:
         args.append("-vvv")
     return args + extra
@@ -174,7 +178,7 @@ def build_bundle(
         detect_cores=resources is None,
         gpus_per_node=gpus,
         broker_args=_broker_args(spec),
-        flux_run_args=flux_run_args(spec, gpus),
+        flux_run_args=flux_run_args(spec),
         paths=paths,
     )
     files = {

@@ -72,7 +72,7 @@ def _cores_per_rank(spec: MiniCluster) -> int:
     declared = body.flux_container.resources.cpu()
     if declared is not None:
         return max(1, math.floor(declared))
-    return max(1, math.ceil(body.tasks / body.size)) if body.tasks else 1
+    return max(1, math.ceil(body.ntasks / body.size)) if body.ntasks else 1
 
 
 def local_spec(spec: MiniCluster) -> MiniCluster:

@@ -43,6 +43,36 @@ def _document(spec: MiniCluster) -> dict[str, Any]:
     return doc
 
 
+def _job_shape(spec: MiniCluster, body: dict[str, Any]) -> None:
+    """The same job as fluxhop's own pods run, in the operator's terms.
+
+    The CRD defaults ``tasks`` to 1 (one task in all), so the task count is
+    always written. The operator runs ``-N size -n tasks`` + optionFlags, so
+    ``--exclusive`` there gives the job every core and GPU of its nodes, as
+    fluxhop's rule does (render.bundle.flux_run_args). With fewer tasks than
+    nodes the operator passes no ``-N``, and Flux refuses ``--exclusive``
+    without it: that case is said in one line when the pods have GPUs.
+    """
+    body_spec = spec.spec
+    body["tasks"] = body_spec.ntasks
+    if body_spec.tasks == 0:
+        return  # the operator's "-N size" alone: exclusive by Flux's own rule
+    if body_spec.ntasks < body_spec.size:
+        if body_spec.flux_container.resources.gpus():
+            warnings.warn(
+                f"spec.tasks {body_spec.ntasks} is fewer than spec.size {body_spec.size}: the "
+                "Flux Operator then runs flux run without -N, so tasks may not see the pods' "
+                "GPUs; set tasks >= size or use --target job",
+                FluxhopWarning,
+                stacklevel=3,
+            )
+        return
+    flux = body.setdefault("flux", {})
+    words = shlex.split(flux.get("optionFlags", ""))
+    if "--exclusive" not in words and "-x" not in words:
+        flux["optionFlags"] = shlex.join(["--exclusive", *words])
+
+
 def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
     body: dict[str, Any] = _document(spec)["spec"]
     for group in ("containers", "services"):
@@ -59,6 +89,7 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
         )
     if "flux" in body and not flux:
         del body["flux"]
+    _job_shape(spec, body)
     meta: dict[str, Any] = {
         "name": spec.name,
         "namespace": spec.namespace,

@@ -34,6 +34,14 @@ __all__ = [
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"  # the CRD default
 
 
+def _is_extended(name: str) -> bool:
+    """An extended resource (``nvidia.com/gpu``, ``amd.com/gpu``, ...): a
+    qualified name outside the kubernetes.io domains, or any GPU."""
+    domain = name.partition("/")[0] if "/" in name else ""
+    native = domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return (bool(domain) and not native) or "gpu" in name.lower()
+
+
 class ResourceRequirements(Model):
     limits: dict[str, str | int | float] = Field(default_factory=dict)
     requests: dict[str, str | int | float] = Field(default_factory=dict)
@@ -48,6 +56,37 @@ class ResourceRequirements(Model):
             except ValueError as err:
                 raise ValueError(f"{name}: {err}") from None
         return value
+
+    @model_validator(mode="after")
+    def _extended_resources(self) -> ResourceRequirements:
+        """GPUs and other extended resources as Kubernetes takes them: whole
+        numbers, in limits (it refuses one that is only in requests), equal in
+        both where both are set."""
+        for section in ("limits", "requests"):
+            for name, amount in getattr(self, section).items():
+                if _is_extended(name) and parse_quantity(amount) % 1:
+                    raise ValueError(
+                        f"{section}.{name} is {amount!r}: {name} comes in whole units "
+                        "(Kubernetes does not share a device); use a whole number"
+                    )
+        for name, amount in self.requests.items():
+            if not _is_extended(name):
+                continue
+            if name not in self.limits:
+                warnings.warn(
+                    f"resources.requests.{name} is set but resources.limits.{name} is not; "
+                    "Kubernetes only honours extended resources in limits, so fluxhop puts "
+                    f"{amount} there too",
+                    FluxhopWarning,
+                    stacklevel=2,
+                )
+                self.limits = {**self.limits, name: amount}
+            elif parse_quantity(self.limits[name]) != parse_quantity(amount):
+                raise ValueError(
+                    f"requests.{name} ({amount}) and limits.{name} ({self.limits[name]}) "
+                    "differ; Kubernetes needs them equal for extended resources"
+                )
+        return self
 
     def cpu(self) -> Decimal | None:
         """CPUs the pod is guaranteed: the request, else the limit."""

@@ -88,7 +88,7 @@ class MiniClusterSpec(Model):
     size: int = Field(1, ge=1)
     max_size: int | None = Field(None, ge=1)
     min_size: int | None = Field(None, ge=1)
-    tasks: int = Field(1, ge=0)
+    tasks: int | None = Field(None, ge=0)  # None: one task per node, as flux run -N
     interactive: bool = False
     deadline_seconds: int = Field(31_500_000, ge=1)
     backoff_limit: int | None = Field(None, ge=0)
@@ -136,6 +136,12 @@ class MiniClusterSpec(Model):
     def sidecars(self) -> list[Container]:
         lead = self.flux_container
         return [c for c in self.containers if c is not lead]
+
+    @property
+    def ntasks(self) -> int:
+        """The job's task count: ``tasks``, else one per node (``flux run -N``'s
+        rule; the Flux Operator's default of one task in all is a known trap)."""
+        return self.size if self.tasks is None else self.tasks
 
     @property
     def max_nodes(self) -> int:

@@ -107,6 +107,26 @@ def _node_container(plan: Plan, container: dict[str, Any], bundle: Bundle) -> di
     return container
 
 
+def _fail_once(spec: dict[str, Any], job_spec: dict[str, Any]) -> None:
+    """A failed training command fails the TrainJob once, as fluxhop's own Job
+    target does: no pod retries (Kubernetes' default backoffLimit is 6, and a
+    retried rank 0 reruns the whole job), no JobSet restarts, and disruptions
+    (eviction, preemption) do not count. What the runtime sets itself is kept."""
+    job_spec.setdefault("backoffLimit", 0)
+    job_spec.setdefault(
+        "podFailurePolicy",
+        {
+            "rules": [
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
+        },
+    )
+    spec.setdefault("failurePolicy", {"maxRestarts": 0})
+
+
 def flux_jobset(plan: Plan, bundle: Bundle, metadata: dict[str, Any]) -> dict[str, Any]:
     """The runtime's JobSet template with Flux in its ``node`` job."""
     spec = copy.deepcopy(plan.jobset_spec)
@@ -120,6 +140,7 @@ def flux_jobset(plan: Plan, bundle: Bundle, metadata: dict[str, Any]) -> dict[st
         )
     job_spec["completionMode"] = "Indexed"
     job_spec["parallelism"] = job_spec["completions"] = plan.nodes
+    _fail_once(spec, job_spec)
     pod = job_spec["template"]["spec"]
     # A failed job should end the pod with its exit code, not rerun in place.
     pod.setdefault("restartPolicy", "Never")
