@@ -4,6 +4,7 @@ bundle must boot real brokers that Flux accepts."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tempfile
 
@@ -11,11 +12,18 @@ import pytest
 
 from fluxhop.local.instance import LocalInstance
 from tests.local.fakeflux import job
+from tests.realflux import flux_prefix, missing_flux
 
 pytestmark = [
     pytest.mark.flux,
-    pytest.mark.skipif(shutil.which("flux") is None, reason="no flux-core on PATH"),
+    pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or ""),
 ]
+
+
+@pytest.fixture(autouse=True)
+def real_flux_on_path(monkeypatch):
+    """The local backend runs the flux on PATH: put the one found first."""
+    monkeypatch.setenv("PATH", f"{flux_prefix()}/bin{os.pathsep}{os.environ['PATH']}")
 
 
 @pytest.fixture
