@@ -137,6 +137,16 @@ def test_cores_are_detected_when_the_spec_declares_none(tmp_path):
     assert (lead.flux_root / "run" / "R").exists()
 
 
+@pytest.mark.parametrize("omp", [{"OMP_NUM_THREADS": "64"}, {"OMP_THREAD_LIMIT": "1"}])
+def test_openmp_settings_do_not_change_the_cores_in_r(tmp_path, omp):
+    """GNU nproc obeys OMP_NUM_THREADS and OMP_THREAD_LIMIT: R then claimed that
+    many cores, and real Flux drained the node that lacked them (tests/e2e)."""
+    lead = pod(tmp_path, spec(["true"]), 0, **omp)
+    assert lead.run().returncode == 0
+    encode = next(c for c in lead.calls() if c["argv"][0] == "R")
+    assert f"--cores=0-{len(os.sched_getaffinity(0)) - 1}" in encode["argv"]
+
+
 def test_declared_cores_mean_no_detection(tmp_path):
     lead = pod(tmp_path, spec(["true"], cores_per_task=2), 0)
     assert lead.run().returncode == 0

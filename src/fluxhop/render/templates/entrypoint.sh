@@ -116,7 +116,10 @@ write_resources() {
     # describe every node alike (so the nodes must be alike).
     [ "$detect_cores" = 1 ] || return 0
     local cores gpus_flag=()
-    cores=$(nproc)
+    # GNU nproc obeys OMP_NUM_THREADS / OMP_THREAD_LIMIT, which MPI+OpenMP jobs
+    # set: R would then claim that many cores (Flux drains a node whose R claims
+    # cores it lacks, and leaves the rest unused). Count the CPUs themselves.
+    cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
     if [ "$gpus_per_node" -gt 0 ]; then gpus_flag=("--gpus=0-$((gpus_per_node - 1))"); fi
     "$flux_bin" R encode --hosts="$(cat "$config_dir/hostlist")" --cores="0-$((cores - 1))" \
         ${gpus_flag[@]+"${gpus_flag[@]}"} >"$runtime/R.new"
