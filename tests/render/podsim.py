@@ -206,8 +206,11 @@ class Pod:
         argv[1] = str(self.config_dir / Path(argv[1]).name)
         return argv
 
-    def run(self, timeout: float = 60, user: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = self._argv()
+    def run(
+        self, timeout: float = 60, user: str | None = None, prefix: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the pod's container to its end; ``prefix`` wraps it (e.g. taskset)."""
+        argv = [*prefix, *self._argv()]
         if user:
             argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
         return subprocess.run(

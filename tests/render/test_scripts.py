@@ -147,6 +147,15 @@ def test_openmp_settings_do_not_change_the_cores_in_r(tmp_path, omp):
     assert f"--cores=0-{len(os.sched_getaffinity(0)) - 1}" in encode["argv"]
 
 
+def test_one_cpu_and_one_gpu_are_idsets_flux_accepts(tmp_path):
+    """Flux's idset parser refuses "0-0": --cores=0-0 failed flux R encode in a
+    one-CPU pod, and --gpus=0-0 dropped the GPU from R (seen on real Flux)."""
+    lead = pod(tmp_path, spec(["true"], nodes=2, tasks=2, gpus_per_task=1), 0)
+    assert lead.run(prefix=("taskset", "-c", "0")).returncode == 0
+    encode = next(c for c in lead.calls() if c["argv"][0] == "R")
+    assert encode["argv"][-2:] == ["--cores=0", "--gpus=0"]
+
+
 def test_declared_cores_mean_no_detection(tmp_path):
     lead = pod(tmp_path, spec(["true"], cores_per_task=2), 0)
     assert lead.run().returncode == 0

@@ -111,6 +111,12 @@ install_cert() {
     chmod 0400 "$target"
 }
 
+ids() {
+    # The RFC 22 idset 0..n-1: "0" for one, since Flux's idset parser refuses
+    # "0-0" (flux R encode --cores=0-0 fails; --gpus=0-0 drops the GPU).
+    if [ "$1" -eq 1 ]; then echo 0; else echo "0-$(($1 - 1))"; fi
+}
+
 write_resources() {
     # Only when the spec declared no CPU count: count this pod's CPUs once and
     # describe every node alike (so the nodes must be alike).
@@ -120,8 +126,8 @@ write_resources() {
     # set: R would then claim that many cores (Flux drains a node whose R claims
     # cores it lacks, and leaves the rest unused). Count the CPUs themselves.
     cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
-    if [ "$gpus_per_node" -gt 0 ]; then gpus_flag=("--gpus=0-$((gpus_per_node - 1))"); fi
-    "$flux_bin" R encode --hosts="$(cat "$config_dir/hostlist")" --cores="0-$((cores - 1))" \
+    if [ "$gpus_per_node" -gt 0 ]; then gpus_flag=("--gpus=$(ids "$gpus_per_node")"); fi
+    "$flux_bin" R encode --hosts="$(cat "$config_dir/hostlist")" --cores="$(ids "$cores")" \
         ${gpus_flag[@]+"${gpus_flag[@]}"} >"$runtime/R.new"
     mv "$runtime/R.new" "$runtime/R"
     say "resources: $cores cores per node (detected with nproc)"
