@@ -27,6 +27,7 @@ def test_run_local_streams_and_exits_with_the_job_code(fake_flux, capsys):
     code, out, err = cli(capsys, "run", "--local", "-N", "2", "--", "sh", "-c", "echo out; exit 3")
     assert code == 3, err
     assert out == "out\n"
+    assert err == ""  # quiet, like flux start (-v shows the brokers' lines)
     assert fake_flux.all_gone()
     assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
 

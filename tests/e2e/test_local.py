@@ -28,6 +28,7 @@ def run_local(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def test_four_ranks_and_the_exit_code(workdir):
     done = run_local("-N", "4", "--", "flux", "getattr", "hostname", tmp=workdir)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # quiet, like flux start
     names = sorted(done.stdout.split())
     assert len(names) == 4 and len(set(names)) == 4  # each rank's broker has its own host name
     failed = run_local("-N", "4", "--", "sh", "-c", "exit 3", tmp=workdir)

@@ -147,6 +147,18 @@ def test_interactive_instance_reports_its_uri_and_stops(fake_flux):
     assert fake_flux.all_gone()
 
 
+@pytest.mark.parametrize("verbose", [False, True])
+def test_quiet_like_flux_start_unless_verbose(fake_flux, verbose):
+    """A one-line job printed 25 broker info lines; flux start prints none."""
+    fake_flux.set(FAKE_SIZE=2, FAKE_BROKER_LOG=1)
+    err = io.StringIO()
+    assert instance(job(["true"], nodes=2), stderr=err, verbose=verbose).run() == 0
+    shown = err.getvalue()
+    assert "<4>broker.warning[0]: a warning worth seeing" in shown  # warnings always
+    assert ("<6>broker.info" in shown) is verbose
+    assert ("fluxhop: instance finished" in shown) is verbose
+
+
 def test_flux_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LocalToolMissing, match=r"flux is not on PATH: install flux-core 0\.82"):

@@ -93,6 +93,9 @@ FAKE_FLUX = textwrap.dedent(
         sys.exit(0)
     if cmd == "start":
         record()
+        if os.environ.get("FAKE_BROKER_LOG"):  # what a real broker prints at log-stderr-level 6
+            print("<6>broker.info[0]: quorum-full: quorum->run 0.3s", file=sys.stderr)
+            print("<4>broker.warning[0]: a warning worth seeing", file=sys.stderr, flush=True)
         program = program_after_options(args)
         if os.environ.get("FAKE_JOIN_DIR"):
             joined_instance(args, program)

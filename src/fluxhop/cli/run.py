@@ -187,6 +187,12 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
     help="Run the brokers on this machine with the flux on PATH (no Kubernetes); "
     "the default when no kubeconfig is set up and flux is installed.",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="With --local: show the brokers' log lines (quiet by default, like flux start).",
+)
 def run_command(
     job: JobFlags,
     kubeconfig: str | None,
@@ -197,6 +203,7 @@ def run_command(
     keep: bool,
     timeout: float,
     local: bool,
+    verbose: bool,
 ) -> int:
     """Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...).
 
@@ -209,7 +216,7 @@ def run_command(
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
     if local:
-        return run_local(spec, timeout=timeout)
+        return run_local(spec, timeout=timeout, verbose=verbose)
     try:
         ops = connect(kubeconfig, context, namespace)
     except KubeconfigError:
@@ -220,13 +227,13 @@ def run_command(
             "(--local)",
             err=True,
         )
-        return run_local(spec, timeout=timeout)
+        return run_local(spec, timeout=timeout, verbose=verbose)
     return run_on_cluster(spec, target, cluster_domain, ops, keep=keep, timeout=timeout)
 
 
-def run_local(spec: MiniCluster, *, timeout: float) -> int:
+def run_local(spec: MiniCluster, *, timeout: float, verbose: bool = False) -> int:
     """Run ``spec`` as brokers on this machine; always stop them afterwards."""
-    instance = LocalInstance(spec, join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT))
+    instance = LocalInstance(spec, join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT), verbose=verbose)
     try:
         instance.start()
         if not instance.interactive:

@@ -11,6 +11,7 @@ happened before.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -39,6 +40,14 @@ STOP_GRACE = 5.0  # seconds between TERM and KILL
 WORKER_GRACE = 10.0  # seconds workers get to leave after rank 0 is done
 POLL = 0.05
 INHERITED = ("FLUX_URI", "FLUX_JOB_", "FLUX_TASK_", "FLUX_KVS_NAMESPACE", "PMI_", "PMIX_")
+# The brokers' notice/info/debug lines (syslog levels 5-7) and the
+# entrypoint's progress lines: shown only when verbose, as flux start does.
+_CHATTER = re.compile(r"<[5-7]>|fluxhop: (?!error:)")
+
+
+def chatter(line: str) -> bool:
+    """A log line a quiet run does not show (it still goes to the failure tail)."""
+    return _CHATTER.match(line) is not None
 
 
 def free_ports(count: int) -> list[int]:
@@ -89,12 +98,13 @@ class _Broker:
         lines: deque[str] | None,
         *,
         strip: bool = True,
+        hide: Callable[[str], bool] | None = None,
     ) -> None:
         def copy() -> None:
             assert stream is not None
             with closing(stream):
                 for line in stream:
-                    if sink is not None:
+                    if sink is not None and not (hide and hide(line)):
                         sink.write(line)
                         sink.flush()
                     if lines is not None:
@@ -125,8 +135,12 @@ class LocalInstance:
         join_timeout: float = 60.0,
         stdout: Sink | None = None,
         stderr: Sink | None = None,
+        verbose: bool = False,
     ) -> None:
+        """``verbose`` passes the brokers' info lines on to ``stderr``; by
+        default only warnings and errors are shown, as with ``flux start``."""
         self.spec = spec
+        self.verbose = verbose
         self.flux_arg = flux
         self.workdir = workdir
         self.join_timeout = join_timeout
@@ -232,7 +246,8 @@ class LocalInstance:
                 self.brokers.append(broker)
                 if rank == 0:
                     broker.pump(process.stdout, self.stdout, self.output, strip=False)
-                    broker.pump(process.stderr, self.stderr, broker.tail)
+                    hide = None if self.verbose else chatter
+                    broker.pump(process.stderr, self.stderr, broker.tail, hide=hide)
                 else:
                     broker.pump(process.stdout, None, broker.tail)
         except BaseException:
