@@ -1,20 +1,129 @@
-"""The click group, and the one place errors become exit statuses."""
+"""The click group, the list of verbs, and the one place errors become exit statuses.
+
+Verbs are registered here, explicitly, and imported only when they run:
+``fluxhop --version`` and ``fluxhop --help`` load no Kubernetes client, no
+pydantic and no rich, and ``fluxhop render`` loads only what rendering needs
+(bench/bench_startup.py measures it).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import click
 
-from fluxhop.errors import FluxhopError
+from fluxhop.errors import FluxhopError, FluxhopWarning
 from fluxhop.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT)
+class Verb(NamedTuple):
+    """Where a verb lives, and the line ``fluxhop --help`` shows for it
+    without importing it (a test keeps the line equal to the command's own)."""
+
+    module: str
+    command: str
+    help: str
+
+    def short_help(self, limit: int) -> str:
+        """The line as click shortens a command's help for a listing."""
+        return click.Command(None, help=self.help).get_short_help_str(limit)
+
+
+VERBS: dict[str, Verb] = {
+    "create": Verb(
+        "fluxhop.cli.cluster",
+        "create_command",
+        "Create a MiniCluster from -f FILE or from job flags, and leave it running.",
+    ),
+    "delete": Verb(
+        "fluxhop.cli.cluster", "delete_command", "Delete a MiniCluster and everything it owns."
+    ),
+    "get": Verb("fluxhop.cli.cluster", "get_command", "Show one MiniCluster."),
+    "hop": Verb(
+        "fluxhop.cli.hop",
+        "hop_command",
+        "Create a MiniCluster on rabbit nodes, as a job's -S rabbit.mpi.* would.",
+    ),
+    "list": Verb(
+        "fluxhop.cli.cluster",
+        "list_command",
+        "List the MiniClusters fluxhop created in a namespace.",
+    ),
+    "logs": Verb(
+        "fluxhop.cli.cluster", "logs_command", "Print rank 0's output (the job's output)."
+    ),
+    "proxy": Verb(
+        "fluxhop.cli.connect",
+        "proxy_command",
+        "Run the local `flux proxy` into the MiniCluster (a shell, or COMMAND).",
+    ),
+    "render": Verb(
+        "fluxhop.cli.render",
+        "render_command",
+        "Print the objects that run a MiniCluster (kubectl apply -f - ready).",
+    ),
+    "run": Verb(
+        "fluxhop.cli.run",
+        "run_command",
+        "Run COMMAND on a new MiniCluster (fluxhop run -N4 -n8 --image IMG -- CMD ARGS...).",
+    ),
+    "scale": Verb(
+        "fluxhop.cli.cluster", "scale_command", "Resize a MiniCluster within its maxSize."
+    ),
+    "shell": Verb(
+        "fluxhop.cli.connect",
+        "shell_command",
+        "Open an interactive shell in rank 0 with FLUX_URI set (kubectl exec -it).",
+    ),
+    "trainer": Verb(
+        "fluxhop.cli.trainer",
+        "trainer",
+        "Kubeflow Trainer TrainJobs whose runtime has a flux ML policy.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose verbs are imported on first use (click's documented
+    lazy-loading pattern), listed in ``--help`` from :data:`VERBS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *VERBS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in VERBS:
+            verb = VERBS[name]
+            command = getattr(importlib.import_module(verb.module), verb.command)
+            if not isinstance(command, click.Command) or command.name != name:
+                raise RuntimeError(f"{verb.module}.{verb.command} is not the {name!r} command")
+            self.add_command(command)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)  # as click.Group does
+        rows = []
+        for name in names:
+            if name in self.commands:
+                command = self.commands[name]
+                if command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                rows.append((name, VERBS[name].short_help(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="fluxhop")
 def cli() -> None:
     """Run Flux MiniClusters on Kubernetes.
@@ -24,23 +133,28 @@ def cli() -> None:
     """
 
 
+def install_warning_printer() -> None:
+    """Show each FluxhopWarning as one ``fluxhop: warning:`` line on stderr."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, FluxhopWarning):
+            click.echo(f"fluxhop: warning: {message}", err=True)
+        else:
+            click.echo(f"fluxhop: warning: {category.__name__}: {message}", err=True)
+
+    warnings.showwarning = show  # type: ignore[assignment]
+    warnings.simplefilter("default", FluxhopWarning)
+
+
 def _fail(message: str, code: int) -> int:
     click.echo(f"fluxhop: {message}", err=True)
     return code
 
 
-def _load_commands() -> None:
-    """Import the verb modules, which register themselves on ``cli``."""
-    from fluxhop.cli import cluster, connect, hop, render, run, trainer  # noqa: F401
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxhop``: run the CLI, map errors to one line."""
-    from fluxhop.cli.common import install_warning_printer
-
     args = list(sys.argv[1:] if argv is None else argv)
     install_warning_printer()
-    _load_commands()
     try:
         result = cli.main(args=args, prog_name="fluxhop", standalone_mode=False)
     except FluxhopError as err:

@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import JobFlags, job_options
@@ -43,7 +42,7 @@ def _table(statuses: list[Status], wide: bool) -> str:
     )
 
 
-@cli.command("create", context_settings={"allow_interspersed_args": False})
+@click.command("create", context_settings={"allow_interspersed_args": False})
 @job_options
 @kube_options(short_namespace=False)
 @click.option(
@@ -76,7 +75,7 @@ def create_command(
     return 0
 
 
-@cli.command("get")
+@click.command("get")
 @click.argument("name")
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json"]), help="Output format.")
@@ -99,7 +98,7 @@ def get_command(
     return 0
 
 
-@cli.command("list")
+@click.command("list")
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "json"]), help="Output format.")
 def list_command(
@@ -116,7 +115,7 @@ def list_command(
     return 0
 
 
-@cli.command("logs")
+@click.command("logs")
 @click.argument("name")
 @kube_options()
 @click.option("-f", "--follow", is_flag=True, help="Keep streaming the output.")
@@ -131,7 +130,7 @@ def logs_command(
     return 0
 
 
-@cli.command("scale")
+@click.command("scale")
 @click.argument("name")
 @click.option("--size", type=int, required=True, help="New number of nodes (at most maxSize).")
 @kube_options()
@@ -145,7 +144,7 @@ def scale_command(
     return 0
 
 
-@cli.command("delete")
+@click.command("delete")
 @click.argument("name")
 @kube_options()
 @click.option(

@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
-from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.errors import SpecError
 from fluxhop.render.output import dump_json, dump_yaml
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
 
-__all__ = ["echo_objects", "install_warning_printer", "load_spec", "output_option", "target_option"]
-
-
-def install_warning_printer() -> None:
-    """Show each FluxhopWarning as one ``fluxhop: warning:`` line on stderr."""
-
-    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, FluxhopWarning):
-            click.echo(f"fluxhop: warning: {message}", err=True)
-        else:
-            click.echo(f"fluxhop: warning: {category.__name__}: {message}", err=True)
-
-    warnings.showwarning = show  # type: ignore[assignment]
-    warnings.simplefilter("default", FluxhopWarning)
+__all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
 
 
 def load_spec(path: str, *, name: str | None = None, namespace: str | None = None) -> MiniCluster:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.kubeopts import connect, kube_options, kubectl_flags, need_tool
 from fluxhop.cluster.minicluster import MiniClusters, Root
 from fluxhop.errors import NotFound
@@ -67,7 +66,7 @@ def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
     )
 
 
-@cli.command("shell")
+@click.command("shell")
 @click.argument("name")
 @kube_options()
 def shell_command(
@@ -82,7 +81,7 @@ def shell_command(
     return 0  # pragma: no cover - exec does not return
 
 
-@cli.command("proxy", context_settings={"allow_interspersed_args": False})
+@click.command("proxy", context_settings={"allow_interspersed_args": False})
 @click.argument("name")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @kube_options()

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, output_option, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, RabbitRequest
@@ -74,7 +73,7 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
     return "".join(f"{key.rjust(width)}: {value}\n" for key, value in rows.items())
 
 
-@cli.command("hop")
+@click.command("hop")
 @click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="Container image.")
 @click.option("--command", help="Command to run (default: an interactive MiniCluster).")
 @click.option("--workdir", help="Working directory of the command.")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
 from fluxhop.render import render
 
 
-@cli.command("render")
+@click.command("render")
 @click.option("-f", "--filename", required=True, help="MiniCluster YAML file, or - for stdin.")
 @target_option()
 @output_option("-o", "--output")

@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
@@ -168,7 +167,7 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
     return wrapped
 
 
-@cli.command("run", context_settings=RUN_SETTINGS)
+@click.command("run", context_settings=RUN_SETTINGS)
 @job_options
 @kube_options(short_namespace=False)
 @click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.app import cli
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.run import run_root
@@ -46,7 +45,7 @@ def _objects(
     return objects
 
 
-@cli.group("trainer")
+@click.group("trainer")
 def trainer() -> None:
     """Kubeflow Trainer TrainJobs whose runtime has a flux ML policy."""
 

@@ -15,7 +15,13 @@ import yaml
 __all__ = ["dump_json", "dump_yaml"]
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter where PyYAML has it (its wheels do): the same documents,
+# nine times faster than the pure-Python emitter, a twentieth of `fluxhop
+# render`'s time. It folds long double-quoted lines at other places.
+_Base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_Base):  # type: ignore[misc]
     def ignore_aliases(self, data: Any) -> bool:
         return True
 

@@ -20,7 +20,11 @@ class Model(BaseModel):
     """Base: camelCase on the wire, no stray keys, mutable for builders."""
 
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, validate_assignment=True
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        validate_assignment=True,
+        defer_build=True,
     )
     UNSUPPORTED: ClassVar[dict[str, str]] = {}
     # v1alpha1 fields that are an error here, each with what it became (legacy.py)
