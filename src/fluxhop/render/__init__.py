@@ -33,7 +33,7 @@ def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
     if cert is not None:
         return cert
     if spec.spec.flux.curve_cert:
-        return CurveCert.from_zpl(spec.spec.flux.curve_cert)
+        return CurveCert.from_zpl(spec.spec.flux.curve_cert.get_secret_value())
     return CurveCert.generate(spec.name)
 
 

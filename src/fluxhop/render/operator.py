@@ -80,6 +80,15 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
             if isinstance(container.get("command"), list):
                 container["command"] = shlex.join(container["command"])
     flux = body.get("flux") or {}
+    if flux.pop("curveCert", None) is not None:
+        # A secret key belongs in a Secret only, never in a resource anyone who may
+        # read MiniClusters can read; the Flux Operator makes a key of its own.
+        warnings.warn(
+            "spec.flux.curveCert is not copied into the MiniCluster resource (its secret key "
+            "would be readable there); the Flux Operator generates its own certificate",
+            FluxhopWarning,
+            stacklevel=2,
+        )
     if flux.pop("networkDevice", None) is not None:
         warnings.warn(
             "spec.flux.networkDevice is a fluxhop extension the Flux Operator does not know; "

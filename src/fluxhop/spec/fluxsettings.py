@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from pydantic import (
     Field,
+    SecretStr,
     field_validator,
 )
 
@@ -67,7 +68,9 @@ class FluxSpec(Model):
     option_flags: str | None = None
     topology: str | None = None
     scheduler: Scheduler = Field(default_factory=Scheduler)
-    curve_cert: str | None = None
+    # The CURVE certificate with its secret key: shown as ********** in repr,
+    # str and JSON dumps; only render reads it (get_secret_value) into the Secret.
+    curve_cert: SecretStr | None = None
     environment: dict[str, str] = Field(default_factory=dict)
     network_device: str | None = None  # fluxhop extension: the interface brokers bind
     UNSUPPORTED: ClassVar[dict[str, str]] = {
@@ -117,10 +120,10 @@ class FluxSpec(Model):
 
     @field_validator("curve_cert")
     @classmethod
-    def _cert(cls, value: str | None) -> str | None:
+    def _cert(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
             try:
-                CurveCert.from_zpl(value)
+                CurveCert.from_zpl(value.get_secret_value())
             except CurveCertError as err:
                 raise ValueError(str(err)) from None
         return value

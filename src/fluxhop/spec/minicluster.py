@@ -292,8 +292,12 @@ class MiniCluster(Model):
         return cls.from_dict(documents[0])
 
     def to_dict(self) -> dict[str, Any]:
-        """The document in wire form (camelCase), without defaulted fields."""
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {
+        """The document in wire form (camelCase) for display, without defaulted
+        fields; a ``flux.curveCert`` shows as ``**********``."""
+        dumped = self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude_defaults=True
+        )
+        return dumped | {
             "apiVersion": self.api_version,
             "kind": self.kind,
         }
