@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fluxhop.cluster.api import Kube
+from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.minicluster import MiniClusters, Root, Status
 from fluxhop.errors import InputError, WaitTimeout
 from fluxhop.local.backend import LocalMiniClusters
@@ -48,6 +48,7 @@ class Client:
         target: str = "job",
         cluster_domain: str = "cluster.local",
         transport: Any = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
@@ -59,6 +60,7 @@ class Client:
             "context": context,
             "namespace": namespace,
             "transport": transport,
+            "request_timeout": request_timeout,
         }
         self._ops: MiniClusters | None = None
         self._local: LocalMiniClusters | None = LocalMiniClusters() if backend == "local" else None

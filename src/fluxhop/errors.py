@@ -135,3 +135,19 @@ class JoinTimeout(LocalError):
 
 class PortConflict(LocalError):
     """A broker could not bind its port."""
+
+
+class Interrupted(FluxhopError):
+    """Ctrl-C (or SIGTERM) came, and what it interrupted could not be undone
+    completely; the message says what may be left."""
+
+    exit_code = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be so that every cleanup path runs."""
+
+
+def interrupt_status(err: BaseException) -> int:
+    """The exit status for an interrupt: 143 after SIGTERM, 130 after Ctrl-C."""
+    return 143 if isinstance(err, Terminated) else 130

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 
 import click
 import pytest
 
 from fluxhop.cli import app
 from fluxhop.errors import InputError
+from tests.conformance import REPO
 
 
 def test_version(capsys):
@@ -72,3 +75,35 @@ def test_console_scripts_are_installed():
     assert out.returncode == 0 and "fluxhop" in out.stdout
     hop = subprocess.run([f"{bindir}/flux-hop", "--help"], capture_output=True, text=True)
     assert hop.returncode == 0 and "--rabbits" in hop.stdout
+
+
+FLUXHOP = [sys.exec_prefix + "/bin/fluxhop"]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5])
+def test_ctrl_c_while_starting_up_is_one_line(delay):
+    """Whenever Ctrl-C comes in the first half second - while Python loads
+    click, the verb, pydantic - it is one line and exit 130, not a traceback.
+    (Before Python installs its SIGINT handler the signal just ends the
+    process, silently: -2.)"""
+    process = subprocess.Popen(
+        [*FLUXHOP, "render", "-f", "examples/lammps.yaml"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    assert "Traceback" not in err
+    if process.returncode in (130, -signal.SIGINT):
+        assert err in ("", "fluxhop: interrupted\n") or err.lstrip("\n") == "fluxhop: interrupted\n"
+    else:
+        assert process.returncode == 0  # it finished before the signal came
+
+
+def test_sigterm_handler_is_restored_after_main(capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    assert app.main(["--version"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before

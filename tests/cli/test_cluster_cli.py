@@ -271,3 +271,23 @@ def test_ssh_wrapper_is_valid_sh(tmp_path):
         check=True,
     ).stdout
     assert out == "--namespace a b exec -i pod-0 -c demo -- env PATH=/p flux relay /s\n"
+
+
+@pytest.mark.parametrize("verb", ["create", "run"])
+def test_a_lost_answer_leaves_nothing_and_is_one_line(cli_cluster, kubeconfig, capsys, verb):
+    cli_cluster.fail("PATCH", "/jobs/demo", 0, times=10, mode="lost")
+    extra = ("--request-timeout", "5", "--image", "ubuntu")
+    args = create_args(kubeconfig, *extra) if verb == "create" else run_args(kubeconfig, *extra[:2])
+    code, _out, err = cli(capsys, *args)
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        "fluxhop: no answer from the Kubernetes API at https://fake.invalid:6443 within 5s "
+        "(raise it with --request-timeout)"
+    )
+    assert cli_cluster.objects() == []
+    assert "DELETE jobs/demo" in cli_cluster.seen("DELETE")
+
+
+def test_request_timeout_must_be_positive_on_the_command_line(cli_cluster, kubeconfig, capsys):
+    code, _out, err = cli(capsys, "list", "--kubeconfig", kubeconfig, "--request-timeout", "0")
+    assert code == 2 and err.count("\n") == 1 and "--request-timeout" in err

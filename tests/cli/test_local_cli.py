@@ -93,6 +93,19 @@ def test_ctrl_c_stops_every_broker(fake_flux):
     assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
 
 
+def test_sigterm_stops_every_broker_like_ctrl_c(fake_flux):
+    fake_flux.set(FAKE_SIZE=3)
+    process = spawn("run", "--local", "-N", "3", "--", "sleep", "60")
+    wait_for(lambda: any(c["argv"][0] == "run" for c in fake_flux.calls()), process)
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err
+    assert err.splitlines()[-1] == "fluxhop: interrupted; stopping the brokers"
+    assert "Traceback" not in err
+    assert fake_flux.all_gone()
+    assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
+
+
 @pytest.mark.parametrize("nodes", [1, 4])
 def test_interactive_prints_the_uri_and_ctrl_c_shuts_down(fake_flux, nodes):
     fake_flux.set(FAKE_SIZE=nodes)

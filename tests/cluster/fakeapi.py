@@ -160,8 +160,19 @@ class Fault:
     message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     named: bool = True
+    # "error": answer ``code``; "lost": carry the request out, then lose the
+    # answer (a read timeout); "hang": no answer at all (a read timeout, nothing
+    # done); "garbage": 200 with a body that is not JSON; "text": ``code`` with
+    # a plain-text body, as older API servers send "404 page not found".
+    mode: str = "error"
 
     def response(self, name: str | None) -> httpx2.Response:
+        if self.mode == "garbage":
+            return httpx2.Response(200, text="<html>a proxy's error page</html>")
+        if self.mode == "text":
+            return httpx2.Response(
+                self.code, text="404 page not found\n", headers={"content-type": "text/plain"}
+            )
         reasons = {
             403: "Forbidden",
             404: "NotFound",
@@ -289,6 +300,7 @@ class FakeAPIServer:
         api_version, kind = RESOURCES[(prefix, plural)]
         if kind in CRD_KINDS and kind not in self.crds:
             return status(404, "NotFound", "the server could not find the requested resource")
+        lost = False
         for fault in self.faults:
             if (
                 fault.times > 0
@@ -296,7 +308,30 @@ class FakeAPIServer:
                 and fault.path_contains in url.path
             ):
                 fault.times -= 1
+                if fault.mode == "hang":
+                    raise httpx2.ReadTimeout("timed out (injected: no answer)", request=request)
+                if fault.mode == "lost":
+                    lost = True
+                    break
                 return fault.response(name)
+        response = self._answer(request, kind, api_version, namespace, name, sub, params, seen)
+        if lost:
+            raise httpx2.ReadTimeout(
+                "timed out (injected: answer lost after commit)", request=request
+            )
+        return response
+
+    def _answer(
+        self,
+        request: httpx2.Request,
+        kind: str,
+        api_version: str,
+        namespace: str,
+        name: str | None,
+        sub: str | None,
+        params: dict[str, str],
+        seen: Seen,
+    ) -> httpx2.Response:
         if request.method == "GET" and sub == "log":
             return self._log(namespace, name, params)
         if request.method == "GET" and name is None:

@@ -14,6 +14,7 @@ from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
     Forbidden,
+    InputError,
     NotInstalled,
     Unauthorized,
     Unreachable,
@@ -297,3 +298,102 @@ def test_secret_holds_a_loadable_certificate(fake, ops):
     ops.create(spec())
     text = base64.b64decode(fake.get("Secret", "demo-flux-curve")["data"]["curve.cert"]).decode()
     assert CurveCert.from_zpl(text).name == "demo"
+
+
+def test_a_lost_answer_to_the_root_apply_still_undoes_it(fake, ops):
+    """The API server commits the Job but every answer is lost: fluxhop cannot
+    know, so it deletes the Job by name and confirms it is gone."""
+    fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="lost")
+    with pytest.raises(Unreachable) as info:
+        ops.create(spec())
+    assert "\n" not in str(info.value)
+    assert fake.objects() == []
+    assert fake.seen("DELETE") == ["DELETE jobs/demo"]
+
+
+def test_ctrl_c_during_the_root_apply_undoes_it(fake, ops, monkeypatch):
+    original = ops.kube.apply
+
+    def committed_then_interrupted(obj, **kwargs):
+        original(obj, **kwargs)
+        raise KeyboardInterrupt  # after the server took it, before fluxhop saw the answer
+
+    monkeypatch.setattr(ops.kube, "apply", committed_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ops.create(spec())
+    assert fake.objects() == []
+
+
+def test_undo_leaves_a_root_that_is_not_ours(fake, ops, monkeypatch):
+    """If someone else's Job holds the name when the undo looks, it stays."""
+    fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="hang")
+    original = ops.kube.get
+    looks = []
+
+    def get(kind_name, name):
+        looks.append(kind_name)
+        return original(kind_name, name) if len(looks) == 1 else foreign_job(name)
+
+    monkeypatch.setattr(ops.kube, "get", get)
+    with pytest.raises(Unreachable):
+        ops.create(spec())
+    assert len(looks) == 2 and fake.seen("DELETE") == []
+
+
+def test_an_undo_that_cannot_reach_the_server_says_what_may_be_left(fake, ops, monkeypatch):
+    fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="lost")
+    original = ops.kube.get
+    looks = []
+
+    def get(kind_name, name):
+        looks.append(kind_name)
+        if len(looks) > 1:
+            raise Unreachable(f"cannot reach the Kubernetes API at {SERVER}: timed out")
+        return original(kind_name, name)
+
+    monkeypatch.setattr(ops.kube, "get", get)
+    with pytest.raises(Unreachable) as info:
+        ops.create(spec())
+    message = str(info.value)
+    assert "may be left in namespace default; delete it with fluxhop delete demo" in message
+    assert "\n" not in message
+
+
+def test_an_unresponsive_server_gives_up_once_the_request_timeout_is_spent(kubeconfig):
+    def hang(request):
+        raise httpx2.ReadTimeout("timed out", request=request)
+
+    kube = Kube.connect(str(kubeconfig), transport=httpx2.MockTransport(hang), request_timeout=7)
+    with pytest.raises(Unreachable) as info:
+        MiniClusters(kube).create(spec())
+    assert str(info.value) == (
+        f"no answer from the Kubernetes API at {SERVER} within 7s (raise it with --request-timeout)"
+    )
+
+
+def test_retries_stop_within_the_request_timeout(kubeconfig):
+    now = [0.0]
+    tries = []
+
+    def refuse(request):
+        tries.append(now[0])
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    kube = Kube.connect(
+        str(kubeconfig),
+        transport=httpx2.MockTransport(refuse),
+        request_timeout=1.0,
+        sleep=sleep,
+        clock=lambda: now[0],
+    )
+    with pytest.raises(Unreachable, match="connection refused"):
+        MiniClusters(kube).create(spec())
+    assert tries == [0.0, 0.2, pytest.approx(0.6)]  # the next 0.8 s wait would pass 1 s
+
+
+def test_request_timeout_must_be_positive(kubeconfig):
+    with pytest.raises(InputError, match="request-timeout"):
+        Kube.connect(str(kubeconfig), request_timeout=0)

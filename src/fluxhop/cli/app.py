@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import click
 
-from fluxhop.errors import FluxhopError, FluxhopWarning
+from fluxhop.errors import FluxhopError, FluxhopWarning, Terminated, interrupt_status
 from fluxhop.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -146,6 +148,17 @@ def install_warning_printer() -> None:
     warnings.simplefilter("default", FluxhopWarning)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _interrupted(err: BaseException) -> int:
+    # click turns an interrupt into Abort; the interrupt itself is its cause
+    cause = err.__cause__ if isinstance(err, click.exceptions.Abort) else err
+    code = interrupt_status(cause) if cause is not None else 130
+    return _fail("terminated" if code == 143 else "interrupted", code)
+
+
 def _fail(message: str, code: int) -> int:
     click.echo(f"fluxhop: {message}", err=True)
     return code
@@ -155,6 +168,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxhop``: run the CLI, map errors to one line."""
     args = list(sys.argv[1:] if argv is None else argv)
     install_warning_printer()
+    if threading.current_thread() is not threading.main_thread():
+        return _main(args)  # signal handlers can only be set in the main thread
+    # SIGTERM (kill, a CI runner, a pod stop) runs the cleanup Ctrl-C runs
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: list[str]) -> int:
     try:
         result = cli.main(args=args, prog_name="fluxhop", standalone_mode=False)
     except FluxhopError as err:
@@ -168,10 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{err.format_message()} (see '{where} --help')", err.exit_code)
     except click.ClickException as err:
         return _fail(err.format_message(), err.exit_code)
-    except click.exceptions.Abort:
-        return _fail("interrupted", 130)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+    except (click.exceptions.Abort, KeyboardInterrupt) as err:
+        return _interrupted(err)
     except Exception as err:  # a bug: still one line, traceback on request
         if os.environ.get("FLUXHOP_DEBUG"):
             raise

@@ -8,19 +8,38 @@ from typing import Any
 
 import click
 
-from fluxhop.cluster.api import Kube
+from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.minicluster import MiniClusters
 from fluxhop.errors import LocalToolMissing
 
 __all__ = ["connect", "kube_options", "kubectl_flags", "need_tool"]
 
 
+TIMEOUT_KEY = "fluxhop.request_timeout"
+
+
+def _remember_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # Kept on the context for connect(): every verb that talks to the API gets
+    # it without a parameter of its own.
+    ctx.meta[TIMEOUT_KEY] = value
+    return value
+
+
 def kube_options(short_namespace: bool = True) -> Callable[[Any], Any]:
-    """--kubeconfig, --context, and --namespace (-n only on cluster verbs,
-    where -n does not mean Flux's task count)."""
+    """--kubeconfig, --context, --namespace (-n only on cluster verbs, where
+    -n does not mean Flux's task count) and --request-timeout."""
     names = ("-n", "--namespace") if short_namespace else ("--namespace",)
 
     def decorate(func: Any) -> Any:
+        func = click.option(
+            "--request-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_REQUEST_TIMEOUT,
+            show_default=True,
+            expose_value=False,
+            callback=_remember_timeout,
+            help="Seconds one request to the API server may take, retries included.",
+        )(func)
         func = click.option(
             "--kubeconfig", help="Path to the kubeconfig file (else KUBECONFIG, ~/.kube/config)."
         )(func)
@@ -33,7 +52,9 @@ def kube_options(short_namespace: bool = True) -> Callable[[Any], Any]:
 
 
 def connect(kubeconfig: str | None, context: str | None, namespace: str | None) -> MiniClusters:
-    return MiniClusters(Kube.connect(kubeconfig, context, namespace))
+    ctx = click.get_current_context(silent=True)
+    timeout = ctx.meta.get(TIMEOUT_KEY, DEFAULT_REQUEST_TIMEOUT) if ctx else DEFAULT_REQUEST_TIMEOUT
+    return MiniClusters(Kube.connect(kubeconfig, context, namespace, request_timeout=timeout))
 
 
 def kubectl_flags(kubeconfig: str | None, context: str | None, namespace: str) -> list[str]:

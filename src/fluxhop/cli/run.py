@@ -19,7 +19,7 @@ from fluxhop.cli.common import echo_objects, load_spec, output_option, target_op
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cluster.minicluster import MiniClusters, Root
-from fluxhop.errors import InputError, KubeconfigError
+from fluxhop.errors import InputError, KubeconfigError, interrupt_status
 from fluxhop.local.instance import LocalInstance
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -249,9 +249,9 @@ def run_local(spec: MiniCluster, *, timeout: float, verbose: bool = False) -> in
             click.echo(f"fluxhop: shutting down {spec.name}", err=True)
             return 0
         return instance.brokers[0].process.returncode or 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         click.echo("fluxhop: interrupted; stopping the brokers", err=True)
-        return 130
+        return interrupt_status(err)
     finally:
         instance.stop()
 
@@ -308,9 +308,9 @@ def run_root(
                 sys.stdout.write(line)
                 sys.stdout.flush()
             return ops.wait_exit(root)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
             display.note("interrupted" + ("" if keep else "; deleting the MiniCluster"))
-            return 130
+            return interrupt_status(err)
         finally:
             if root is not None and not keep:
                 ops.delete_root(root)

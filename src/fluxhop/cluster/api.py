@@ -23,6 +23,7 @@ from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
     Forbidden,
+    InputError,
     NotFound,
     NotInstalled,
     Unauthorized,
@@ -33,6 +34,9 @@ __all__ = ["FIELD_MANAGER", "Kube"]
 
 FIELD_MANAGER = "fluxhop"
 RETRYABLE = {429, 500, 502, 503, 504}
+# kubectl's --request-timeout: how long one call may take, retries included.
+# (An unresponsive server took six 10 s tries, 67 s, before this bound.)
+DEFAULT_REQUEST_TIMEOUT = 30.0
 T = TypeVar("T")
 
 INSTALL_HINT = {
@@ -76,6 +80,8 @@ class Kube:
         retries: int = 5,
         backoff: float = 0.2,
         sleep: Callable[[float], None] = time.sleep,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -84,6 +90,8 @@ class Kube:
         self.retries = retries
         self.backoff = backoff
         self.sleep = sleep
+        self.request_timeout = request_timeout
+        self.clock = clock
 
     @classmethod
     def connect(
@@ -94,18 +102,33 @@ class Kube:
         *,
         transport: httpx2.BaseTransport | None = None,
         resolved: ResolvedConfig | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         **options: Any,
     ) -> Kube:
-        """Resolve the configuration like kubectl and open a client."""
+        """Resolve the configuration like kubectl and open a client.
+
+        ``request_timeout`` bounds each call, retries included (watches and
+        followed logs wait for events as long as they come: lightkube lifts
+        the read timeout for them)."""
+        if not request_timeout > 0:
+            raise InputError(
+                f"--request-timeout must be more than 0 seconds, not {request_timeout}"
+            )
         resolved = resolved or resolve(kubeconfig, context, namespace)
         client = Client(
             config=resolved.config,
             namespace=resolved.namespace,
             field_manager=FIELD_MANAGER,
             transport=transport,
+            timeout=httpx2.Timeout(request_timeout),
         )
         return cls(
-            client, resolved.namespace, server=resolved.server, context=resolved.context, **options
+            client,
+            resolved.namespace,
+            server=resolved.server,
+            context=resolved.context,
+            request_timeout=request_timeout,
+            **options,
         )
 
     def in_namespace(self, namespace: str) -> Kube:
@@ -120,6 +143,8 @@ class Kube:
             retries=self.retries,
             backoff=self.backoff,
             sleep=self.sleep,
+            request_timeout=self.request_timeout,
+            clock=self.clock,
         )
 
     # --- error handling -------------------------------------------------
@@ -151,21 +176,34 @@ class Kube:
             return ClusterError(f"the API server rejected {target}: {message}")
         return ClusterError(f"{verb} {target} {where} failed: {code} {reason}: {message}".strip())
 
+    def _retry(self, attempt: int, started: float, delay: float) -> bool:
+        """Sleep before another try, if one is left within the request timeout."""
+        if attempt >= self.retries or self.clock() - started + delay > self.request_timeout:
+            return False
+        self.sleep(delay)
+        return True
+
     def _call(self, verb: str, what: Kind, name: str | None, request: Callable[[], T]) -> T:
         attempt = 0
+        started = self.clock()
         while True:
             try:
                 return request()
             except (ApiError, httpx2.HTTPStatusError) as err:
                 code = _status(err)[0]
-                if code in RETRYABLE and attempt < self.retries:
-                    self.sleep(_retry_after(err) or self.backoff * 2**attempt)
+                delay = _retry_after(err) or self.backoff * 2**attempt
+                if code in RETRYABLE and self._retry(attempt, started, delay):
                     attempt += 1
                     continue
                 raise self._translate(err, verb, what, name) from None
+            except httpx2.TimeoutException:
+                # no answer within the whole budget: another try cannot fit in it
+                raise Unreachable(
+                    f"no answer from the Kubernetes API at {self.server} within "
+                    f"{self.request_timeout:g}s (raise it with --request-timeout)"
+                ) from None
             except httpx2.TransportError as err:
-                if attempt < self.retries:
-                    self.sleep(self.backoff * 2**attempt)
+                if self._retry(attempt, started, self.backoff * 2**attempt):
                     attempt += 1
                     continue
                 raise Unreachable(

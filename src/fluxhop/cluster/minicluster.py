@@ -25,8 +25,10 @@ from typing import Any
 from fluxhop.cluster.api import Kube
 from fluxhop.errors import (
     AlreadyExists,
+    ClusterError,
     FluxhopError,
     InputError,
+    Interrupted,
     NotFound,
     NotInstalled,
     NotOurs,
@@ -294,10 +296,8 @@ class MiniClusters:
                     f"MiniCluster {name} already exists in namespace {self.kube.namespace} with a "
                     f"different spec; delete it first (fluxhop delete {name}) or pick another --name"
                 )
-        created = False
         try:
             root = self.kube.apply(root_obj)
-            created = existing is None
             reference = owner_reference(root)
             for obj in objects[:-1]:
                 if existing is not None and obj["kind"] == "Secret":
@@ -305,11 +305,39 @@ class MiniClusters:
                 child = copy.deepcopy(obj)
                 child["metadata"]["ownerReferences"] = [reference]
                 self.kube.apply(child)
-        except (FluxhopError, KeyboardInterrupt):
-            if created:
-                self.kube.delete(root_obj["kind"], name)
+        except BaseException as err:
+            # Once the root's apply is sent it may have been committed, even when
+            # the answer never came (a timeout) or Ctrl-C came first: undo it by
+            # name. Its children are owned by it, so one DELETE removes them all.
+            if existing is None:
+                self._undo(root_obj, err)
             raise
         return Root(target, root)
+
+    def _undo(self, root_obj: dict[str, Any], cause: BaseException) -> None:
+        """Delete the root this create may have made, and confirm it is gone;
+        a root that is not ours (another spec, another manager) stays."""
+        kind_name, name = root_obj["kind"], root_obj["metadata"]["name"]
+        ours = root_obj["metadata"]["annotations"][SPEC_HASH]
+        try:
+            current = self.kube.get(kind_name, name)
+            if current is None:
+                return
+            if (current["metadata"].get("annotations") or {}).get(SPEC_HASH) != ours:
+                return
+            self.kube.delete(kind_name, name)
+            left = self.kube.get(kind_name, name)
+            if left is not None and not left["metadata"].get("deletionTimestamp"):
+                raise ClusterError(f"{kind_name} {name} is still there after its DELETE")
+        except (FluxhopError, KeyboardInterrupt) as undo_err:
+            note = (
+                f"; and undoing it failed ({undo_err or 'interrupted'}): {kind_name} {name} may "
+                f"be left in namespace {self.kube.namespace}; delete it with fluxhop delete {name}"
+            )
+            if isinstance(cause, FluxhopError):
+                cause.args = (f"{cause}{note}",)
+            elif isinstance(cause, KeyboardInterrupt):
+                raise Interrupted(f"interrupted{note}") from None
 
     # --- find / status ------------------------------------------------------------
 
