@@ -28,6 +28,9 @@ from fluxhop.errors import HostlistError
 
 MAX_RANGE = 1 << 20  # hosts per range (flux-core MAX_RANGE)
 MAX_RANGES = 10240  # ranges per bracket (flux-core MAX_RANGES)
+# The most hosts decode() expands (and runs() builds): a short hostlist can
+# name 10 billion hosts. count() never expands, so it has no such limit.
+MAX_HOSTS = 1 << 20
 _ULONG_MAX = (1 << 64) - 1
 _SEPARATORS = ",\t "
 _INVALID_HOST_CHARS = frozenset(",[]\t ")
@@ -36,7 +39,17 @@ _SPLIT_RE = re.compile(r"[,\t ]+")
 _C_SPACE = " \t\n\v\f\r"
 _SHOWN = 60  # characters of a bad hostlist quoted in an error message
 
-__all__ = ["MAX_RANGE", "HostRun", "count", "decode", "encode", "expand", "nth", "runs"]
+__all__ = [
+    "MAX_HOSTS",
+    "MAX_RANGE",
+    "HostRun",
+    "count",
+    "decode",
+    "encode",
+    "expand",
+    "nth",
+    "runs",
+]
 
 
 class _Range:
@@ -223,16 +236,20 @@ def _tokens(text: str) -> list[str]:
     return tokens
 
 
-def _decode_ranges(text: str) -> list[_Range]:
+_Item = tuple[str, int, int, int, str]  # prefix, lo, hi, width, suffix; hi < 0: one host
+
+
+def _items(text: str) -> list[_Item]:
+    """The hostlist's hosts and ranges as parsed, nothing expanded."""
     if not isinstance(text, str):
         raise HostlistError(f"a hostlist must be a string, not {type(text).__name__}")
-    builder = _Builder()
+    items: list[_Item] = []
     for token in _tokens(text):
         open_at = token.find("[")
         if open_at < 0:
             if "]" in token:
                 raise HostlistError(f"invalid hostlist {_show(text)}: unmatched ']'")
-            builder.append_host(token)
+            items.append((token, 0, -1, 0, ""))
             continue
         close_at = token.find("]", open_at + 1)
         if close_at < 0:
@@ -246,12 +263,31 @@ def _decode_ranges(text: str) -> list[_Range]:
             )
         for term in terms:
             lo, hi, width = _parse_range(term, text)
-            if suffix:
-                for num in range(lo, hi + 1):
-                    name = f"{prefix}{num:0{width}d}{suffix}"
-                    builder.append_range(_Range(name, 0, 0, 0, True))
-            else:
-                builder.append_range(_Range(prefix, lo, hi, width, False))
+            items.append((prefix, lo, hi, width, suffix))
+    return items
+
+
+def _total(items: Sequence[_Item]) -> int:
+    return sum(1 if hi < 0 else hi - lo + 1 for _, lo, hi, _, _ in items)
+
+
+def _decode_ranges(text: str, limit: int = MAX_HOSTS) -> list[_Range]:
+    items = _items(text)
+    total = _total(items)
+    if total > limit:
+        raise HostlistError(
+            f"hostlist {_show(text)} names {total} hosts, more than the {limit} fluxhop expands"
+        )
+    builder = _Builder()
+    for prefix, lo, hi, width, suffix in items:
+        if hi < 0:
+            builder.append_host(prefix)
+        elif suffix:
+            # a literal suffix makes every host a single name (flux-core does the same)
+            for num in range(lo, hi + 1):
+                builder.append_range(_Range(f"{prefix}{num:0{width}d}{suffix}", 0, 0, 0, True))
+        else:
+            builder.append_range(_Range(prefix, lo, hi, width, False))
     return builder.ranges
 
 
@@ -362,8 +398,9 @@ def encode(hosts: Iterable[str]) -> str:
 
 
 def count(text: str) -> int:
-    """Number of hosts in a hostlist, without expanding it."""
-    return sum(item.count() for item in _decode_ranges(text))
+    """Number of hosts in a hostlist, without expanding it (suffixed brackets
+    such as ``x[1-1000000]y`` included)."""
+    return _total(_items(text))
 
 
 def _host_at(ranges: Sequence[_Range], index: int, total: int, text: str) -> str:

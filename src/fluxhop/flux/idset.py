@@ -14,9 +14,12 @@ from collections.abc import Iterable
 
 from fluxhop.errors import IdsetError
 
-__all__ = ["count", "decode", "encode"]
+__all__ = ["MAX_DECODE", "count", "decode", "encode", "runs"]
 
 _MAX_ID = (1 << 32) - 2  # flux-core stores ids as unsigned int; UINT_MAX is "invalid"
+# decode() refuses to expand more ids than this (count() and runs() never expand):
+# an idset of 20 characters can name four billion ids.
+MAX_DECODE = 1 << 20
 _TERM_RE = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
 
 
@@ -59,14 +62,29 @@ def _ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def decode(text: str) -> list[int]:
-    """Decode an idset string into a sorted list of ids.
+def runs(text: str) -> list[tuple[int, int]]:
+    """The idset as ascending inclusive ``(lo, hi)`` runs, without expanding it.
+
+    >>> runs("1,7-9")
+    [(1, 1), (7, 9)]
+    """
+    return _ranges(text)
+
+
+def decode(text: str, *, limit: int = MAX_DECODE) -> list[int]:
+    """Decode an idset string into a sorted list of ids (at most ``limit``).
 
     >>> decode("1,7-9")
     [1, 7, 8, 9]
     """
+    ranges = _ranges(text)
+    total = sum(hi - lo + 1 for lo, hi in ranges)
+    if total > limit:
+        raise IdsetError(
+            f"idset {_show(text)} holds {total} ids, more than the {limit} fluxhop expands"
+        )
     ids: list[int] = []
-    for lo, hi in _ranges(text):
+    for lo, hi in ranges:
         ids.extend(range(lo, hi + 1))
     return ids
 

@@ -16,6 +16,7 @@ The JSON text matches flux-core's writer (``rlist_to_R`` + ``json_dumps``):
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,16 +42,27 @@ class Node:
     hostname: str | None = None
 
 
+def _size(ranges: Ranges) -> int:
+    return sum(hi - lo + 1 for lo, hi in ranges)
+
+
+def _first(count: int) -> Ranges:
+    """Ids 0..count-1 as runs (none for 0)."""
+    return ((0, count - 1),) if count else ()
+
+
 @dataclass(frozen=True)
 class Group:
-    """Ranks that hold identical children (one ``R_lite`` entry)."""
+    """Ranks that hold identical children (one ``R_lite`` entry). Ranks, cores
+    and GPUs are all kept as runs, so a count costs nothing in proportion to
+    it (``-c 1000000000`` is one run, not a billion ints)."""
 
     ranks: Ranges
-    cores: tuple[int, ...]
-    gpus: tuple[int, ...]
+    cores: Ranges
+    gpus: Ranges
 
     def count(self) -> int:
-        return sum(hi - lo + 1 for lo, hi in self.ranks)
+        return _size(self.ranks)
 
     def rank_list(self) -> list[int]:
         return [rank for lo, hi in self.ranks for rank in range(lo, hi + 1)]
@@ -130,7 +142,7 @@ class ResourceSet:
         if isinstance(core_counts, int) and isinstance(gpu_counts, int):
             if core_counts == 0 and gpu_counts == 0:
                 raise InvalidResourceSet("nodes have no cores and no gpus")
-            group = Group(((0, nnodes - 1),), tuple(range(core_counts)), tuple(range(gpu_counts)))
+            group = Group(((0, nnodes - 1),), _first(core_counts), _first(gpu_counts))
             return cls((group,), text)
         per_core = core_counts if isinstance(core_counts, list) else [core_counts] * nnodes
         per_gpu = gpu_counts if isinstance(gpu_counts, list) else [gpu_counts] * nnodes
@@ -140,7 +152,7 @@ class ResourceSet:
                 raise InvalidResourceSet(f"node of rank {rank} has no cores and no gpus")
             by_children.setdefault((ncores, ngpus), []).append(rank)
         groups = tuple(
-            Group(_runs(ranks), tuple(range(ncores)), tuple(range(ngpus)))
+            Group(_runs(ranks), _first(ncores), _first(ngpus))
             for (ncores, ngpus), ranks in by_children.items()
         )
         return cls(groups, text)
@@ -151,11 +163,11 @@ class ResourceSet:
 
     @property
     def ncores(self) -> int:
-        return sum(group.count() * len(group.cores) for group in self.groups)
+        return sum(group.count() * _size(group.cores) for group in self.groups)
 
     @property
     def ngpus(self) -> int:
-        return sum(group.count() * len(group.gpus) for group in self.groups)
+        return sum(group.count() * _size(group.gpus) for group in self.groups)
 
     @property
     def ranks(self) -> list[int]:
@@ -172,7 +184,12 @@ class ResourceSet:
         by_rank = {rank: group for group in self.groups for rank in group.rank_list()}
         names = self.nodelist
         return [
-            Node(rank, by_rank[rank].cores, by_rank[rank].gpus, names[i] if names else None)
+            Node(
+                rank,
+                _expand(by_rank[rank].cores),
+                _expand(by_rank[rank].gpus),
+                names[i] if names else None,
+            )
             for i, rank in enumerate(sorted(by_rank))
         ]
 
@@ -181,9 +198,9 @@ class ResourceSet:
         for group in self.groups:
             children = {}
             if group.cores:
-                children["core"] = idset.encode(group.cores)
+                children["core"] = _ranges_text(group.cores)
             if group.gpus:
-                children["gpu"] = idset.encode(group.gpus)
+                children["gpu"] = _ranges_text(group.gpus)
             r_lite.append({"rank": _ranges_text(group.ranks), "children": children})
         execution: dict[str, Any] = {"R_lite": r_lite}
         if self.nslots is not None:
@@ -234,12 +251,39 @@ def _require(condition: bool, message: str) -> None:
         raise InvalidResourceSet(message)
 
 
+def _expand(ranges: Ranges) -> tuple[int, ...]:
+    return tuple(i for lo, hi in ranges for i in range(lo, hi + 1))
+
+
 def _decode_idset(text: Any, where: str) -> list[int]:
     _require(isinstance(text, str), f"R {where} must be an idset string")
     try:
         return idset.decode(text)
     except IdsetError as err:
         raise InvalidResourceSet(f"R {where}: {err}") from None
+
+
+def _idset_runs(text: Any, where: str) -> Ranges:
+    _require(isinstance(text, str), f"R {where} must be an idset string")
+    try:
+        return tuple(idset.runs(text))
+    except IdsetError as err:
+        raise InvalidResourceSet(f"R {where}: {err}") from None
+
+
+def _overlap(groups: Sequence[Group]) -> int | None:
+    """The first rank that two groups share, if any (runs only, no expansion)."""
+    spans = sorted(span for group in groups for span in group.ranks)
+    for (_, hi), (lo, _) in itertools.pairwise(spans):
+        if lo <= hi:
+            return lo
+    return None
+
+
+def _covered(members: Sequence[int], groups: Sequence[Group]) -> list[int]:
+    """The members that no group's ranks include."""
+    spans = [span for group in groups for span in group.ranks]
+    return [m for m in members if not any(lo <= m <= hi for lo, hi in spans)]
 
 
 def _number(value: Any, where: str) -> float:
@@ -256,7 +300,6 @@ def _groups(r_lite: Any) -> tuple[Group, ...]:
         return ()
     _require(isinstance(r_lite, list), "R execution.R_lite must be an array")
     groups: list[Group] = []
-    seen: set[int] = set()
     for index, entry in enumerate(r_lite):
         where = f"execution.R_lite[{index}]"
         _require(isinstance(entry, dict), f"R {where} must be an object")
@@ -264,23 +307,12 @@ def _groups(r_lite: Any) -> tuple[Group, ...]:
         children = entry.get("children")
         _require(isinstance(children, dict), f"R {where}.children must be an object")
         cores = (
-            tuple(_decode_idset(children["core"], f"{where}.children.core"))
-            if "core" in children
-            else ()
+            _idset_runs(children["core"], f"{where}.children.core") if "core" in children else ()
         )
-        gpus = (
-            tuple(_decode_idset(children["gpu"], f"{where}.children.gpu"))
-            if "gpu" in children
-            else ()
-        )
-        ranks = _decode_idset(entry["rank"], f"{where}.rank")
-        repeated = seen.intersection(ranks)
-        _require(
-            not repeated,
-            f"R rank {min(repeated) if repeated else 0} appears in more than one R_lite entry",
-        )
-        seen.update(ranks)
-        groups.append(Group(_runs(ranks), cores, gpus))
+        gpus = _idset_runs(children["gpu"], f"{where}.children.gpu") if "gpu" in children else ()
+        groups.append(Group(_idset_runs(entry["rank"], f"{where}.rank"), cores, gpus))
+    repeated = _overlap(groups)
+    _require(repeated is None, f"R rank {repeated} appears in more than one R_lite entry")
     return tuple(groups)
 
 
@@ -300,7 +332,7 @@ def _nodelist(value: Any, nranks: int) -> str | None:
     return text
 
 
-def _properties(value: Any, ranks: set[int]) -> dict[str, tuple[int, ...]]:
+def _properties(value: Any, groups: Sequence[Group]) -> dict[str, tuple[int, ...]]:
     if value is None:
         return {}
     _require(isinstance(value, dict), "R execution.properties must be an object")
@@ -311,7 +343,7 @@ def _properties(value: Any, ranks: set[int]) -> dict[str, tuple[int, ...]]:
             f"R property name {name!r} is invalid",
         )
         members = _decode_idset(text, f"execution.properties.{name}")
-        missing = [rank for rank in members if rank not in ranks]
+        missing = _covered(members, groups)
         _require(not missing, f"R property {name}: ranks {idset.encode(missing)} not found")
         result[name] = tuple(members)
     return result
@@ -343,15 +375,10 @@ def _from_doc(doc: Any) -> ResourceSet:
             isinstance(nslots, int) and not isinstance(nslots, bool) and nslots > 0,
             "R execution.nslots must be a positive integer",
         )
-    ranks = (
-        {rank for group in groups for rank in group.rank_list()}
-        if "properties" in execution
-        else set()
-    )
     return ResourceSet(
         groups=groups,
         nodelist_text=nodelist,
-        properties=_properties(execution.get("properties"), ranks),
+        properties=_properties(execution.get("properties"), groups),
         starttime=starttime,
         expiration=expiration,
         nslots=nslots,
