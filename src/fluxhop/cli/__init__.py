@@ -5,15 +5,23 @@ Job-shaping verbs use Flux's short flags (``-N`` nodes, ``-n`` tasks, ``-c``,
 
 The entry points import the CLI inside the same guard that turns Ctrl-C into
 one line, so that an interrupt while Python is still loading click prints
-``fluxhop: interrupted``, not a traceback.
+``fluxhop: interrupted``, not a traceback. Nothing is imported before it.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
-
 __all__ = ["flux_hop", "main"]
+
+TYPE_CHECKING = False  # see fluxhop/__init__.py: typing is not imported here
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def _interrupted() -> int:
+    import sys
+
+    sys.stderr.write("fluxhop: interrupted\n")
+    return 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -21,8 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from fluxhop.cli.app import main as run
     except KeyboardInterrupt:
-        sys.stderr.write("fluxhop: interrupted\n")
-        return 130
+        return _interrupted()
     return run(argv)
 
 
@@ -31,6 +38,5 @@ def flux_hop(argv: Sequence[str] | None = None) -> int:
     try:
         from fluxhop.cli.app import flux_hop as run
     except KeyboardInterrupt:
-        sys.stderr.write("fluxhop: interrupted\n")
-        return 130
+        return _interrupted()
     return run(argv)

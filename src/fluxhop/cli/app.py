@@ -159,6 +159,18 @@ def _interrupted(err: BaseException) -> int:
     return _fail("terminated" if code == 143 else "interrupted", code)
 
 
+def _interrupt_in(err: BaseException) -> KeyboardInterrupt | None:
+    """A Ctrl-C that Python wrapped in another error on its way up (Python 3.11
+    wraps one raised in a class's ``__set_name__`` in a RuntimeError)."""
+    seen = 0
+    cause: BaseException | None = err
+    while cause is not None and seen < 20:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
 def _fail(message: str, code: int) -> int:
     click.echo(f"fluxhop: {message}", err=True)
     return code
@@ -195,6 +207,9 @@ def _main(args: list[str]) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt) as err:
         return _interrupted(err)
     except Exception as err:  # a bug: still one line, traceback on request
+        interrupt = _interrupt_in(err)
+        if interrupt is not None:
+            return _interrupted(interrupt)
         if os.environ.get("FLUXHOP_DEBUG"):
             raise
         detail = " ".join(str(err).split())
