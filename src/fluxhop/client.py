@@ -16,6 +16,7 @@ from typing import Any
 
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.minicluster import MiniClusters, Root, Status
+from fluxhop.documents import read_input
 from fluxhop.errors import InputError, WaitTimeout
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.spec.minicluster import MiniCluster
@@ -85,7 +86,7 @@ class Client:
             return spec
         if isinstance(spec, dict):
             return MiniCluster.from_dict(spec)
-        text = Path(spec).read_text() if "\n" not in spec and Path(spec).is_file() else spec
+        text = read_input(spec) if "\n" not in spec and Path(spec).is_file() else spec
         return MiniCluster.from_yaml(text)
 
     def create(self, spec: MiniCluster | str | dict[str, Any], *, target: str | None = None) -> str:

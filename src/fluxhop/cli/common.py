@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from fluxhop.errors import SpecError
+from fluxhop.documents import read_input
 from fluxhop.render.output import dump_json, dump_yaml
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
@@ -18,11 +16,7 @@ __all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
 
 def load_spec(path: str, *, name: str | None = None, namespace: str | None = None) -> MiniCluster:
     """Read a MiniCluster file (``-`` for stdin); flags override its name/namespace."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as err:
-        raise SpecError(f"cannot read {path}: {err.strerror}") from None
-    spec = MiniCluster.from_yaml(text)
+    spec = MiniCluster.from_yaml(read_input(path))
     if not name and spec.metadata.name is None:
         name = random_name()
     if name or namespace:

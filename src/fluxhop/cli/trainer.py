@@ -3,8 +3,6 @@ without the Trainer controller (the JobSet its Flux plugin would build)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,7 +11,7 @@ from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.run import run_root
 from fluxhop.cluster.minicluster import mark_root
-from fluxhop.errors import SpecError
+from fluxhop.documents import read_input
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.documents import pick
 from fluxhop.trainer.jobset import FLUX_ROOT
@@ -21,10 +19,7 @@ from fluxhop.trainer.plan import NODE, POLICIES
 
 
 def _read(path: str) -> tuple[str, str]:
-    try:
-        return path, sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as err:
-        raise SpecError(f"cannot read {path}: {err.strerror}") from None
+    return path, read_input(path)
 
 
 def _inputs(filename: str, runtimes: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-from fluxhop.errors import KubeconfigError
+from fluxhop.documents import load_all, read_input
+from fluxhop.errors import InputError, KubeconfigError
 
 __all__ = ["ResolvedConfig", "resolve"]
 
@@ -40,11 +40,10 @@ class ResolvedConfig:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except OSError as err:
-        raise KubeconfigError(f"cannot read kubeconfig {path}: {err.strerror}") from None
-    except yaml.YAMLError:
-        raise KubeconfigError(f"kubeconfig {path} is not valid YAML") from None
+        documents = load_all(read_input(str(path), "kubeconfig"), f"kubeconfig {path}")
+    except InputError as err:
+        raise KubeconfigError(str(err)) from None
+    data = documents[0] if documents else {}
     if not isinstance(data, dict):
         raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig mapping")
     return data

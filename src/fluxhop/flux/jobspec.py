@@ -22,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from fluxhop.errors import IdsetError, InvalidJobspec
+from fluxhop.documents import load_all
+from fluxhop.errors import IdsetError, InputError, InvalidJobspec
 from fluxhop.flux import idset
 
 __all__ = ["Jobspec", "ResourceSummary", "from_command", "load", "set_attribute"]
@@ -455,10 +454,12 @@ def load(source: str | bytes | Mapping[str, Any], *, v1: bool = True) -> Jobspec
         doc: Any = source
     else:
         try:
-            doc = yaml.safe_load(source)
-        except yaml.YAMLError as err:
-            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise InvalidJobspec(f"jobspec is not valid YAML/JSON: {problem}") from None
+            documents = load_all(source if isinstance(source, str) else source.decode(), "jobspec")
+        except (InputError, UnicodeDecodeError) as err:
+            raise InvalidJobspec(f"jobspec: {err}") from None
+        if len(documents) > 1:
+            raise InvalidJobspec(f"jobspec: expected one document, found {len(documents)}")
+        doc = documents[0] if documents else None
     return Jobspec(doc, v1=v1)
 
 

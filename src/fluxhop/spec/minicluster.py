@@ -21,7 +21,6 @@ import copy
 import warnings
 from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import (
     Field,
     PrivateAttr,
@@ -30,7 +29,8 @@ from pydantic import (
     model_validator,
 )
 
-from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.documents import load_all
+from fluxhop.errors import FluxhopWarning, InputError, SpecError
 from fluxhop.spec import legacy
 from fluxhop.spec.container import (
     DEFAULT_APP_IMAGE,
@@ -282,11 +282,9 @@ class MiniCluster(Model):
     def from_yaml(cls, text: str) -> MiniCluster:
         """Load a MiniCluster manifest (one YAML document)."""
         try:
-            documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise SpecError(f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+            documents = load_all(text, "the MiniCluster")
+        except InputError as err:
+            raise SpecError(str(err)) from None
         if len(documents) != 1:
             raise SpecError(f"expected one MiniCluster document, found {len(documents)}")
         return cls.from_dict(documents[0])

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
+from fluxhop.documents import load_all
+from fluxhop.errors import InputError
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.plan import RUNTIME_KINDS
 
@@ -20,13 +20,9 @@ __all__ = ["pick"]
 
 def _documents(text: str, source: str) -> list[dict[str, Any]]:
     try:
-        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise TrainerError(
-            f"{source}: not valid YAML{where}: {getattr(err, 'problem', err)}"
-        ) from None
+        docs = load_all(text, source)
+    except InputError as err:
+        raise TrainerError(str(err)) from None
     for doc in docs:
         if not isinstance(doc, dict):
             raise TrainerError(f"{source}: every YAML document must be a Kubernetes object")
