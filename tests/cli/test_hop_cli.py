@@ -80,7 +80,7 @@ def test_flux_hop_entry_point_is_fluxhop_hop(capsys):
         (["--rabbits", ","], "rabbit.mpi.rabbits names no rabbit", 2),
         (["--rabbits", "a", "--env", "BAD"], "--env 'BAD': write it as KEY=VALUE", 2),
         (["--rabbits", "a", "--nodes", "0"], "rabbit.mpi.nodes=0: must be 1 or more", 2),
-        (["--rabbits", "a", "--name", "Bad_Name"], "name 'Bad_Name'", 2),
+        (["--rabbits", "a", "--name", "Bad_Name"], "'--name': 'Bad_Name'", 2),
         (["--rabbits", "a", "--command", "lmp 'x"], "rabbit.mpi.command", 2),
     ],
 )

@@ -8,6 +8,7 @@ import sys
 import click
 
 from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import JobFlags, job_options
 from fluxhop.cluster.minicluster import Status
@@ -76,7 +77,7 @@ def create_command(
 
 
 @click.command("get")
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json"]), help="Output format.")
 def get_command(
@@ -116,7 +117,7 @@ def list_command(
 
 
 @click.command("logs")
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @kube_options()
 @click.option("-f", "--follow", is_flag=True, help="Keep streaming the output.")
 def logs_command(
@@ -131,7 +132,7 @@ def logs_command(
 
 
 @click.command("scale")
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @click.option("--size", type=int, required=True, help="New number of nodes (at most maxSize).")
 @kube_options()
 def scale_command(
@@ -145,7 +146,7 @@ def scale_command(
 
 
 @click.command("delete")
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @kube_options()
 @click.option(
     "--ignore-not-found", is_flag=True, help="Succeed when the MiniCluster does not exist."

@@ -7,9 +7,9 @@ from typing import Any
 import click
 
 from fluxhop.documents import read_input
+from fluxhop.errors import SpecError
 from fluxhop.render.output import dump_json, dump_yaml
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.spec.names import random_name
 
 __all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
 
@@ -18,7 +18,11 @@ def load_spec(path: str, *, name: str | None = None, namespace: str | None = Non
     """Read a MiniCluster file (``-`` for stdin); flags override its name/namespace."""
     spec = MiniCluster.from_yaml(read_input(path))
     if not name and spec.metadata.name is None:
-        name = random_name()
+        # as kubectl: a manifest names its object (a random name on every
+        # render would create a new MiniCluster each time)
+        raise SpecError(
+            f"{path}: metadata.name is not set; name the MiniCluster there or with --name"
+        )
     if name or namespace:
         spec = spec.renamed(name, namespace)
     return spec

@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 
 from fluxhop.cli.kubeopts import connect, kube_options, kubectl_flags, need_tool
+from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.minicluster import MiniClusters, Root
 from fluxhop.errors import NotFound
 
@@ -67,7 +68,7 @@ def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
 
 
 @click.command("shell")
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @kube_options()
 def shell_command(
     name: str, kubeconfig: str | None, context: str | None, namespace: str | None
@@ -82,7 +83,7 @@ def shell_command(
 
 
 @click.command("proxy", context_settings={"allow_interspersed_args": False})
-@click.argument("name")
+@click.argument("name", type=KUBE_NAME)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @kube_options()
 def proxy_command(

@@ -14,6 +14,7 @@ import click
 
 from fluxhop.cli.common import echo_objects, output_option, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, RabbitRequest
 from fluxhop.render import render
 from fluxhop.spec.flags import parse_env
@@ -90,7 +91,7 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
 @click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment (repeatable).")
 @click.option("--pull-policy", type=click.Choice(["Always", "IfNotPresent", "Never"]))
 @click.option("--pull-secret", help="Name of an existing image pull Secret.")
-@click.option("--name", help="MiniCluster name (default: a random adjective-noun).")
+@click.option("--name", type=KUBE_NAME, help="MiniCluster name (default: a random adjective-noun).")
 @click.option(
     "--cxi-resource",
     default=CXI_RESOURCE,
@@ -98,7 +99,7 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
     help="Device plugin resource of the Slingshot NIC.",
 )
 @target_option()
-@click.option("--cluster-domain", default="cluster.local", show_default=True)
+@click.option("--cluster-domain", type=DOMAIN, default="cluster.local", show_default=True)
 @kube_options(short_namespace=False)
 @click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")
 @output_option("--output")

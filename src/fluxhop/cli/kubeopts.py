@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.minicluster import MiniClusters
 from fluxhop.errors import LocalToolMissing
@@ -45,7 +46,10 @@ def kube_options(short_namespace: bool = True) -> Callable[[Any], Any]:
         )(func)
         func = click.option("--context", help="The kubeconfig context to use.")(func)
         return click.option(
-            *names, "namespace", help="Kubernetes namespace (default: the context's)."
+            *names,
+            "namespace",
+            type=KUBE_NAME,
+            help="Kubernetes namespace (default: the context's).",
         )(func)
 
     return decorate

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
+from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.render import render
 
 
@@ -12,10 +13,14 @@ from fluxhop.render import render
 @click.option("-f", "--filename", required=True, help="MiniCluster YAML file, or - for stdin.")
 @target_option()
 @output_option("-o", "--output")
-@click.option("--name", help="Override metadata.name.")
-@click.option("--namespace", help="Override metadata.namespace.")
+@click.option("--name", type=KUBE_NAME, help="Override metadata.name.")
+@click.option("--namespace", type=KUBE_NAME, help="Override metadata.namespace.")
 @click.option(
-    "--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."
+    "--cluster-domain",
+    type=DOMAIN,
+    default="cluster.local",
+    show_default=True,
+    help="The cluster's DNS domain.",
 )
 def render_command(
     filename: str,

@@ -17,9 +17,10 @@ import click
 
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cluster.minicluster import MiniClusters, Root
-from fluxhop.errors import InputError, KubeconfigError, interrupt_status
+from fluxhop.errors import InputError, KubeconfigError, SpecError, interrupt_status
 from fluxhop.local.instance import LocalInstance
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -69,20 +70,42 @@ def spec_from_options(
         raise InputError(
             "--image is required (the container image that runs the command), or use -f FILE"
         )
-    return minicluster_from_flags(
-        list(command),
-        image=image,
-        nodes=nodes or 1,
-        tasks=ntasks,
-        cores_per_task=cores,
-        gpus_per_task=gpus,
-        gpu_resource=gpu_resource,
-        workdir=workdir,
-        env=parse_env(env),
-        name=name,
-        namespace=namespace or "default",
-        max_size=max_size,
-    )
+    try:
+        return minicluster_from_flags(
+            list(command),
+            image=image,
+            nodes=1 if nodes is None else nodes,
+            tasks=ntasks,
+            cores_per_task=cores,
+            gpus_per_task=gpus,
+            gpu_resource=gpu_resource,
+            workdir=workdir,
+            env=parse_env(env),
+            name=name,
+            namespace=namespace or "default",
+            max_size=max_size,
+        )
+    except SpecError as err:
+        raise SpecError(_in_flag_terms(str(err))) from None
+
+
+# Where a field of the MiniCluster built from flags came from, so that an error
+# names the flag the user typed rather than a spec path they never wrote.
+_FLAG_OF = (
+    ("spec.containers[0].image", "--image"),
+    ("spec.containers[0].workingDir", "--workdir"),
+    ("spec.containers[0].environment", "--env"),
+    ("spec.containers[0].resources.limits", "--gpu-resource"),
+    ("spec.maxSize", "--max-size"),
+    ("spec.size", "-N/--nodes"),
+)
+
+
+def _in_flag_terms(message: str) -> str:
+    for path, flag in _FLAG_OF:
+        if message.startswith(path):
+            return flag + message[len(path) :]
+    return message
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,9 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
         click.option(
             "--env", multiple=True, metavar="KEY=VALUE", help="Environment variable (repeatable)."
         ),
-        click.option("--name", help="MiniCluster name (default: a random adjective-noun)."),
+        click.option(
+            "--name", type=KUBE_NAME, help="MiniCluster name (default: a random adjective-noun)."
+        ),
         click.option("--max-size", type=int, help="Allow scaling up to this many nodes."),
         click.option(
             "--gpu-resource",
@@ -149,6 +174,7 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
         target_option(),
         click.option(
             "--cluster-domain",
+            type=DOMAIN,
             default="cluster.local",
             show_default=True,
             help="The cluster's DNS domain.",

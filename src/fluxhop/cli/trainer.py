@@ -9,6 +9,7 @@ import click
 
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import DOMAIN
 from fluxhop.cli.run import run_root
 from fluxhop.cluster.minicluster import mark_root
 from fluxhop.documents import read_input
@@ -58,6 +59,7 @@ def _input_options(func: Any) -> Any:
     )(func)
     return click.option(
         "--cluster-domain",
+        type=DOMAIN,
         default="cluster.local",
         show_default=True,
         help="The cluster's DNS domain.",

@@ -18,6 +18,16 @@ from fluxhop.spec import legacy
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
 from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.rules import (
+    AbsolutePath,
+    DnsLabel,
+    DnsSubdomain,
+    EnvName,
+    Id,
+    ImageRef,
+    Port,
+    ResourceName,
+)
 
 __all__ = [
     "DEFAULT_APP_IMAGE",
@@ -43,8 +53,8 @@ def _is_extended(name: str) -> bool:
 
 
 class ResourceRequirements(Model):
-    limits: dict[str, str | int | float] = Field(default_factory=dict)
-    requests: dict[str, str | int | float] = Field(default_factory=dict)
+    limits: dict[ResourceName, str | int | float] = Field(default_factory=dict)
+    requests: dict[ResourceName, str | int | float] = Field(default_factory=dict)
 
     @field_validator("limits", "requests")
     @classmethod
@@ -108,7 +118,7 @@ class ResourceRequirements(Model):
 class ContainerVolume(Model):
     """An existing volume to mount (the operator's ``ContainerVolume``)."""
 
-    path: str | None = None
+    path: AbsolutePath | None = None
     read_only: bool = False
     claim_name: str | None = None
     config_map_name: str | None = None
@@ -143,7 +153,7 @@ class ContainerVolume(Model):
 
 
 class SecretRef(Model):
-    name: str
+    name: DnsSubdomain
     key: str
 
 
@@ -181,9 +191,9 @@ class SecurityContext(Model):
     privileged: bool | None = None
     proc_mount: str | None = None
     read_only_root_filesystem: bool | None = None
-    run_as_group: int | None = None
+    run_as_group: Id | None = None
     run_as_non_root: bool | None = None
-    run_as_user: int | None = None
+    run_as_user: Id | None = None
     se_linux_options: dict[str, str] | None = Field(None, alias="seLinuxOptions")
     seccomp_profile: dict[str, str] | None = None
     windows_options: dict[str, Any] | None = None
@@ -211,19 +221,19 @@ class SecurityContext(Model):
 
 
 class Container(Model):
-    image: str = DEFAULT_APP_IMAGE
-    name: str | None = None
+    image: ImageRef = DEFAULT_APP_IMAGE
+    name: DnsLabel | None = None
     command: list[str] | None = None
-    working_dir: str | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
+    working_dir: AbsolutePath | None = None
+    environment: dict[EnvName, str] = Field(default_factory=dict)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    volumes: dict[str, ContainerVolume] = Field(default_factory=dict)
+    volumes: dict[DnsLabel, ContainerVolume] = Field(default_factory=dict)
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
-    image_pull_secret: str | None = None
+    image_pull_secret: DnsSubdomain | None = None
     pull_always: bool = False
     security_context: SecurityContext | None = None
-    ports: list[int] = Field(default_factory=list)
-    secrets: dict[str, SecretRef] = Field(default_factory=dict)
+    ports: list[Port] = Field(default_factory=list)
+    secrets: dict[EnvName, SecretRef] = Field(default_factory=dict)
     commands: Commands = Field(default_factory=Commands)
     life_cycle: LifeCycle = Field(default_factory=LifeCycle)
     run_flux: bool | None = None

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from fluxhop.errors import SpecError
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
+from fluxhop.spec.rules import MAX_NODES
 
 __all__ = ["minicluster_from_flags", "parse_env"]
 
@@ -50,6 +51,10 @@ def minicluster_from_flags(
 ) -> MiniCluster:
     if nodes < 1:
         raise SpecError(f"-N/--nodes must be 1 or more, not {nodes}")
+    if nodes > MAX_NODES:
+        raise SpecError(
+            f"-N/--nodes {nodes} is more than {MAX_NODES}, the most pods an Indexed Job may have"
+        )
     ntasks = nodes if tasks is None else tasks
     if ntasks < 1:
         raise SpecError(f"-n/--ntasks must be 1 or more, not {ntasks}")

@@ -19,6 +19,7 @@ from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.topology import validate_topo
 from fluxhop.spec.container import ResourceRequirements, SecurityContext
 from fluxhop.spec.model import OPERATOR, Model
+from fluxhop.spec.rules import EnvName, ImageRef, Interface
 
 __all__ = ["DEFAULT_VIEW_IMAGE", "FluxContainer", "FluxSpec", "LoggingSpec", "Scheduler"]
 
@@ -28,7 +29,7 @@ DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 class FluxContainer(Model):
     """The init container that provides a Flux install (the "flux view")."""
 
-    image: str = DEFAULT_VIEW_IMAGE
+    image: ImageRef = DEFAULT_VIEW_IMAGE
     disable: bool = False
     name: str = "flux-view"
     mount_path: str = "/mnt/flux"
@@ -71,8 +72,8 @@ class FluxSpec(Model):
     # The CURVE certificate with its secret key: shown as ********** in repr,
     # str and JSON dumps; only render reads it (get_secret_value) into the Secret.
     curve_cert: SecretStr | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    network_device: str | None = None  # fluxhop extension: the interface brokers bind
+    environment: dict[EnvName, str] = Field(default_factory=dict)
+    network_device: Interface | None = None  # fluxhop extension: the interface brokers bind
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "arch": "the Flux Operator does not use it either",
         "submitCommand": "fluxhop runs the job with flux run" + OPERATOR,

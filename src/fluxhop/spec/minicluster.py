@@ -53,6 +53,7 @@ from fluxhop.spec.fluxsettings import (
 from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
 from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
+from fluxhop.spec.rules import MAX_NODES, Labels, QualifiedName
 from fluxhop.spec.screen import screen, spec_error
 
 __all__ = [
@@ -92,7 +93,7 @@ class MiniClusterSpec(Model):
     interactive: bool = False
     deadline_seconds: int = Field(31_500_000, ge=1)
     backoff_limit: int | None = Field(None, ge=0)
-    job_labels: dict[str, str] = Field(default_factory=dict)
+    job_labels: Labels = Field(default_factory=dict)
     cleanup: bool = False
     share_process_namespace: bool = False
     network: Network = Field(default_factory=Network)
@@ -105,6 +106,15 @@ class MiniClusterSpec(Model):
         "archive": "fluxhop does not restore KVS archives" + OPERATOR,
         **{key: f"{LEGACY}; {became}" for key, became in legacy.SPEC.items()},
     }
+
+    @field_validator("size", "max_size", "min_size")
+    @classmethod
+    def _pods(cls, value: int | None) -> int | None:
+        if value is not None and value > MAX_NODES:
+            raise ValueError(
+                f"is {value}; at most {MAX_NODES}, the most pods an Indexed Job may have"
+            )
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> MiniClusterSpec:
@@ -152,8 +162,8 @@ class MiniClusterSpec(Model):
 class Metadata(Model):
     name: str | None = None
     namespace: str = "default"
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
+    annotations: dict[QualifiedName, str] = Field(default_factory=dict)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         key: "it is set by the API server"
         for key in (

@@ -25,6 +25,7 @@ class Model(BaseModel):
         populate_by_name=True,
         validate_assignment=True,
         defer_build=True,
+        strict=True,
     )
     UNSUPPORTED: ClassVar[dict[str, str]] = {}
     # v1alpha1 fields that are an error here, each with what it became (legacy.py)

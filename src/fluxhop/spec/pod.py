@@ -11,6 +11,7 @@ from pydantic import (
 
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
+from fluxhop.spec.rules import DnsSubdomain, Id, Labels, LabelValue, QualifiedName
 
 __all__ = ["Network", "PodSecurityContext", "PodSpec", "Toleration"]
 
@@ -18,14 +19,14 @@ __all__ = ["Network", "PodSecurityContext", "PodSpec", "Toleration"]
 class PodSecurityContext(Model):
     """A pod's Kubernetes PodSecurityContext (the fields the CRD knows)."""
 
-    fs_group: int | None = None
+    fs_group: Id | None = None
     fs_group_change_policy: str | None = None
-    run_as_group: int | None = None
+    run_as_group: Id | None = None
     run_as_non_root: bool | None = None
-    run_as_user: int | None = None
+    run_as_user: Id | None = None
     se_linux_options: dict[str, str] | None = Field(None, alias="seLinuxOptions")
     seccomp_profile: dict[str, str] | None = None
-    supplemental_groups: list[int] | None = None
+    supplemental_groups: list[Id] | None = None
     sysctls: list[dict[str, str]] | None = None
     windows_options: dict[str, Any] | None = None
 
@@ -44,7 +45,7 @@ class Network(Model):
 
 
 class Toleration(Model):
-    key: str | None = None
+    key: QualifiedName | None = None
     operator: Literal["Equal", "Exists"] | None = None
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
@@ -52,16 +53,16 @@ class Toleration(Model):
 
 
 class PodSpec(Model):
-    annotations: dict[str, str] = Field(default_factory=dict)
-    labels: dict[str, str] = Field(default_factory=dict)
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    node_affinity: dict[str, list[str]] = Field(default_factory=dict)
+    annotations: dict[QualifiedName, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
+    node_selector: Labels = Field(default_factory=dict)
+    node_affinity: dict[QualifiedName, list[LabelValue]] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
-    service_account_name: str | None = None
+    service_account_name: DnsSubdomain | None = None
     automount_service_account_token: bool | None = None
     security_context: PodSecurityContext | None = None
     scheduler_name: str | None = None
-    runtime_class_name: str | None = None
+    runtime_class_name: DnsSubdomain | None = None
     dns_policy: str | None = None
     host_ipc: bool = Field(False, alias="hostIPC")
     host_pid: bool = Field(False, alias="hostPID")

@@ -128,7 +128,10 @@ def _screen_value(
 def spec_error(err: ValidationError) -> SpecError:
     """The first pydantic error as one line: ``path: problem``."""
     first = err.errors(include_url=False)[0]
-    path = format_path(first["loc"])
+    loc = tuple(first["loc"])
+    if loc[-1:] == ("[key]",):  # a bad mapping key: the message quotes the key
+        loc = loc[:-2]
+    path = format_path(loc)
     message = first["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]

@@ -1,0 +1,162 @@
+"""Kubernetes' own validation rules, as annotated types for the spec models.
+
+Each rule is the one the API server (k8s.io/apimachinery validation) applies,
+checked when a MiniCluster is loaded - before anything is rendered or sent -
+so that a bad value is one line naming the field, not a 422 half-way through
+a create. Written by hand: the Kubernetes client packages hold these rules,
+and the pure spec layer must not import them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from fluxhop.spec.names import dns_label_problem
+
+__all__ = [
+    "MAX_ID",
+    "MAX_NODES",
+    "AbsolutePath",
+    "DnsLabel",
+    "DnsSubdomain",
+    "EnvName",
+    "Id",
+    "ImageRef",
+    "Interface",
+    "LabelValue",
+    "Labels",
+    "Port",
+    "QualifiedName",
+    "ResourceName",
+    "absolute_path_problem",
+    "dns_subdomain_problem",
+    "env_name_problem",
+    "image_problem",
+    "interface_problem",
+    "qualified_name_problem",
+]
+
+MAX_NODES = 100_000  # an Indexed Job's completions and parallelism (batch/v1 validation)
+MAX_ID = 2**31 - 1  # runAsUser, runAsGroup, fsGroup: 0 .. 2147483647
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # C identifiers, dots and dashes
+# distribution/reference: [host[:port]/]path[:tag][@digest], path lower-case
+_IMAGE = re.compile(
+    r"(?:(?P<host>[A-Za-z0-9.-]+(?::[0-9]+)?)/)?"
+    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?"
+)
+_NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
+
+
+def dns_subdomain_problem(value: str) -> str | None:
+    if len(value) > 253:
+        return f"is {len(value)} characters; a DNS-1123 subdomain has at most 253"
+    if not _DNS_SUBDOMAIN.fullmatch(value):
+        return (
+            "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
+            "starting and ending alphanumeric"
+        )
+    return None
+
+
+def qualified_name_problem(value: str) -> str | None:
+    """Label and annotation keys, extended-resource names: ``[prefix/]name``."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and (not prefix or dns_subdomain_problem(prefix)):
+        return f"has a prefix {prefix!r} that is not a DNS-1123 subdomain"
+    if not name or len(name) > 63 or not _NAME_PART.fullmatch(name):
+        return (
+            "must be a qualified name: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending alphanumeric, with an optional DNS subdomain prefix and '/'"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    if value and (len(value) > 63 or not _NAME_PART.fullmatch(value)):
+        return (
+            "must be a label value: empty, or at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending alphanumeric"
+        )
+    return None
+
+
+def env_name_problem(value: str) -> str | None:
+    if not _ENV_NAME.fullmatch(value):
+        return (
+            "must be an environment variable name: letters, digits, '_', '-' and '.', "
+            "not starting with a digit"
+        )
+    return None
+
+
+def image_problem(value: str) -> str | None:
+    if not value or value != value.strip() or any(c.isspace() for c in value):
+        return "must be an image reference without spaces or newlines, e.g. ghcr.io/org/app:tag"
+    if not _IMAGE.fullmatch(value):
+        return "is not an image reference ([registry/]path[:tag][@digest], path in lower case)"
+    return None
+
+
+def absolute_path_problem(value: str) -> str | None:
+    if not value.startswith("/"):
+        return "must be an absolute path (starting with /)"
+    if "\0" in value or "\n" in value:
+        return "must not contain NUL or newline characters"
+    return None
+
+
+def interface_problem(value: str) -> str | None:
+    """A network interface for the brokers to bind (Linux: 1-15 bytes, no '/'
+    or white space), or ``*`` for every interface."""
+    if value == "*":
+        return None
+    if not 0 < len(value.encode()) <= 15 or value in (".", ".."):
+        return "must be a network interface name of 1 to 15 characters (e.g. eth0), or *"
+    if "/" in value or ":" in value or any(c.isspace() for c in value):
+        return "must be a network interface name, without '/', ':' or spaces (e.g. eth0)"
+    return None
+
+
+def resource_name_problem(value: str) -> str | None:
+    if value in _NATIVE_RESOURCES or value.startswith("hugepages-"):
+        return None
+    if "/" not in value:
+        return (
+            "is not a resource name: use cpu, memory, ephemeral-storage, hugepages-<size>, "
+            "or a qualified name such as nvidia.com/gpu"
+        )
+    return qualified_name_problem(value)
+
+
+def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
+    def check(value: str) -> str:
+        found = problem(value)
+        if found:
+            raise ValueError(f"{value!r} {found}")
+        return value
+
+    return AfterValidator(check)
+
+
+DnsLabel = Annotated[str, _rule(dns_label_problem)]
+DnsSubdomain = Annotated[str, _rule(dns_subdomain_problem)]
+QualifiedName = Annotated[str, _rule(qualified_name_problem)]
+LabelValue = Annotated[str, _rule(label_value_problem)]
+EnvName = Annotated[str, _rule(env_name_problem)]
+ImageRef = Annotated[str, _rule(image_problem)]
+AbsolutePath = Annotated[str, _rule(absolute_path_problem)]
+Interface = Annotated[str, _rule(interface_problem)]
+ResourceName = Annotated[str, _rule(resource_name_problem)]
+Labels = dict[QualifiedName, LabelValue]
+Id = Annotated[int, Field(ge=0, le=MAX_ID)]
+Port = Annotated[int, Field(ge=1, le=65535)]
