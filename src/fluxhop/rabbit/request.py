@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fluxhop.flux.jobspec import Jobspec
 from fluxhop.rabbit.errors import RabbitError
+from fluxhop.spec.rules import dns_subdomain_problem
 
 if TYPE_CHECKING:
     from fluxhop.rabbit.workflow import Workflow
@@ -119,6 +120,10 @@ def _rabbits(value: Any) -> tuple[str, ...]:
         raise RabbitError(
             "rabbit.mpi.rabbits names no rabbit; list node names, e.g. rabbits=rabbit-p1,rabbit-p2"
         )
+    for name in cleaned:
+        problem = dns_subdomain_problem(name)
+        if problem:
+            raise RabbitError(f"rabbit.mpi.rabbits: {name!r} is not a node name: it {problem}")
     return cleaned
 
 

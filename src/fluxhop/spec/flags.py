@@ -55,6 +55,8 @@ def minicluster_from_flags(
         raise SpecError(
             f"-N/--nodes {nodes} is more than {MAX_NODES}, the most pods an Indexed Job may have"
         )
+    if max_size is not None and max_size < nodes:
+        raise SpecError(f"--max-size {max_size} is smaller than -N {nodes}; raise it or drop it")
     ntasks = nodes if tasks is None else tasks
     if ntasks < 1:
         raise SpecError(f"-n/--ntasks must be 1 or more, not {ntasks}")

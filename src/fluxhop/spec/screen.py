@@ -125,6 +125,18 @@ def _screen_value(
     return value
 
 
+# pydantic's wording for a wrong type, in the words of a YAML user
+_PLAIN = {
+    "model_type": "must be a mapping",
+    "dict_type": "must be a mapping",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "bool_type": "must be true or false",
+    "float_type": "must be a number",
+}
+
+
 def spec_error(err: ValidationError) -> SpecError:
     """The first pydantic error as one line: ``path: problem``."""
     first = err.errors(include_url=False)[0]
@@ -135,6 +147,8 @@ def spec_error(err: ValidationError) -> SpecError:
     message = first["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
+    if first["type"] in _PLAIN:
+        message = _PLAIN[first["type"]]
     if first["type"] == "missing":
         message = "is required"
     elif first["type"] == "extra_forbidden":

@@ -25,6 +25,7 @@ from typing import Any
 from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem
 from fluxhop.trainer.errors import TrainerError
 
 __all__ = [
@@ -59,13 +60,15 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _count(value: Any, where: str) -> int | None:
+def _count(value: Any, where: str, most: int | None = None) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TrainerError(f"{where} must be a whole number, not {value!r}")
     if value < 1:
         raise TrainerError(f"{where} is {value}; it must be 1 or more")
+    if most is not None and value > most:
+        raise TrainerError(f"{where} is {value}; at most {most}, the most pods a Job may have")
     return value
 
 
@@ -106,9 +109,16 @@ def uses_flux(runtime: Mapping[str, Any]) -> bool:
 
 def _literal_env(env: Any, where: str) -> dict[str, str]:
     values: dict[str, str] = {}
+    if env is not None and not isinstance(env, list):
+        raise TrainerError(f"{where} must be a list of env entries (name, value)")
     for entry in env or []:
         if not isinstance(entry, Mapping) or not entry.get("name"):
             raise TrainerError(f"{where}: every env entry needs a name")
+        problem = env_name_problem(str(entry["name"]))
+        if problem:
+            raise TrainerError(f"{where}: {entry['name']!r} {problem}")
+        if not isinstance(entry.get("value", ""), str):
+            raise TrainerError(f"{where}: the value of {entry['name']} must be a string")
         if entry["name"] in DEFAULTS and "valueFrom" not in entry:
             values[entry["name"]] = str(entry.get("value", ""))
     return values
@@ -128,9 +138,15 @@ def _gpus(resources: Mapping[str, Any]) -> tuple[str | None, int]:
         for name, amount in _mapping(resources.get(section), f"resources.{section}").items():
             if "gpu" in name.lower():
                 try:
-                    return name, int(parse_quantity(amount))
+                    count = parse_quantity(amount)
                 except ValueError as err:
                     raise TrainerError(f"resources.{section}.{name}: {err}") from None
+                if count % 1 or count < 0:
+                    raise TrainerError(
+                        f"resources.{section}.{name} is {amount!r}: GPUs come in whole units; "
+                        "use a whole number"
+                    )
+                return name, int(count)
     return None, 0
 
 
@@ -165,6 +181,11 @@ def _node_job(spec: Mapping[str, Any], runtime_name: str) -> int:
     jobs = spec.get("replicatedJobs")
     if not isinstance(jobs, list) or not jobs:
         raise TrainerError(f"runtime {runtime_name} has no spec.template.spec.replicatedJobs")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, Mapping):
+            raise TrainerError(
+                f"runtime {runtime_name}: spec.template.spec.replicatedJobs[{i}] must be a mapping"
+            )
     names = [job.get("name") for job in jobs if isinstance(job, Mapping)]
     if NODE not in names:
         raise TrainerError(
@@ -192,7 +213,10 @@ def _pod_spec(job: Mapping[str, Any], runtime_name: str) -> Mapping[str, Any]:
 
 
 def _node_container(pod: Mapping[str, Any], runtime_name: str) -> Mapping[str, Any]:
-    for container in pod.get("containers") or []:
+    containers = pod.get("containers") or []
+    if not isinstance(containers, list):
+        raise TrainerError(f"runtime {runtime_name}: the node pod's containers must be a list")
+    for container in containers:
         if isinstance(container, Mapping) and container.get("name") == NODE:
             return container
     raise TrainerError(f"runtime {runtime_name}: the node job has no container named {NODE!r}")
@@ -246,8 +270,8 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
         )
 
     nodes = (
-        _count(trainer.get("numNodes"), "spec.trainer.numNodes")
-        or _count(policy.get("numNodes"), "runtime spec.mlPolicy.numNodes")
+        _count(trainer.get("numNodes"), "spec.trainer.numNodes", MAX_NODES)
+        or _count(policy.get("numNodes"), "runtime spec.mlPolicy.numNodes", MAX_NODES)
         or 1
     )
     procs = (
@@ -312,6 +336,9 @@ def _check_settings(settings: dict[str, str]) -> None:
         raise TrainerError(
             "FLUX_VIEW_IMAGE is empty; set it to a flux-view image matching the app's OS"
         )
+    problem = image_problem(settings["FLUX_VIEW_IMAGE"])
+    if problem:
+        raise TrainerError(f"FLUX_VIEW_IMAGE={settings['FLUX_VIEW_IMAGE']!r} {problem}")
     device = settings["FLUX_NETWORK_DEVICE"]
     if not device or any(c in device for c in " /:\"'"):
         raise TrainerError(f"FLUX_NETWORK_DEVICE={device!r} is not an interface name (e.g. eth0)")
