@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import httpx2
-from lightkube import ApiError, Client
+from lightkube import ApiError, Client, ConfigError
 from lightkube.types import CascadeType, OnErrorAction, OnErrorResult, PatchType
 
 from fluxhop.cluster.config import ResolvedConfig, resolve
@@ -22,8 +22,10 @@ from fluxhop.cluster.kinds import Kind, kind, kind_of
 from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
+    FluxhopError,
     Forbidden,
     InputError,
+    KubeconfigError,
     NotFound,
     NotInstalled,
     Unauthorized,
@@ -56,6 +58,22 @@ def _status(err: Exception) -> tuple[int, str, str, bool]:
     if isinstance(err, httpx2.HTTPStatusError):
         return err.response.status_code, err.response.reason_phrase, err.response.text[:200], False
     return 0, "", str(err), False
+
+
+def _detail(err: BaseException) -> str:
+    text = " ".join(str(err).split())[:200]
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _in_credentials(err: BaseException) -> bool:
+    """Whether ``err`` came from lightkube getting credentials (running an exec
+    plugin, reading a token) rather than from the API server's answer."""
+    tb = err.__traceback__
+    while tb is not None:
+        if "lightkube/config" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _retry_after(err: Exception) -> float | None:
@@ -115,13 +133,19 @@ class Kube:
                 f"--request-timeout must be more than 0 seconds, not {request_timeout}"
             )
         resolved = resolved or resolve(kubeconfig, context, namespace)
-        client = Client(
-            config=resolved.config,
-            namespace=resolved.namespace,
-            field_manager=FIELD_MANAGER,
-            transport=transport,
-            timeout=httpx2.Timeout(request_timeout),
-        )
+        try:
+            client = Client(
+                config=resolved.config,
+                namespace=resolved.namespace,
+                field_manager=FIELD_MANAGER,
+                transport=transport,
+                timeout=httpx2.Timeout(request_timeout),
+            )
+        except Exception as err:  # lightkube/ssl on certificates it cannot load
+            raise KubeconfigError(
+                f"kubeconfig context {resolved.context or '(in-cluster)'} ({resolved.source}) "
+                f"is unusable: {_detail(err)}"
+            ) from None
         return cls(
             client,
             resolved.namespace,
@@ -208,6 +232,22 @@ class Kube:
                     continue
                 raise Unreachable(
                     f"cannot reach the Kubernetes API at {self.server}: {err}"
+                ) from None
+            except ConfigError as err:  # e.g. an exec credential plugin that failed
+                raise KubeconfigError(
+                    f"kubeconfig context {self.context or '(in-cluster)'}: {_detail(err)}"
+                ) from None
+            except FluxhopError:
+                raise
+            except Exception as err:  # credentials, or an answer lightkube could not read
+                if _in_credentials(err):
+                    raise KubeconfigError(
+                        f"kubeconfig context {self.context or '(in-cluster)'}: its credentials "
+                        f"could not be had (exec plugin or token): {_detail(err)}"
+                    ) from None
+                raise ClusterError(
+                    f"{verb} {what.title} in namespace {self.namespace}: the Kubernetes API at "
+                    f"{self.server} sent an answer that is not JSON ({_detail(err)})"
                 ) from None
 
     # --- verbs ------------------------------------------------------------

@@ -10,6 +10,8 @@ configuration itself and hands lightkube the result.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,15 +56,67 @@ def _merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
     for section in ("clusters", "users", "contexts"):
         seen: dict[str, Any] = {}
         for doc in documents:
-            for item in doc.get(section) or []:
-                if isinstance(item, dict) and item.get("name") not in seen:
-                    seen[item["name"]] = item
+            items = doc.get(section) or []
+            if not isinstance(items, list):
+                raise KubeconfigError(f"kubeconfig {section} must be a list, not {items!r:.40}")
+            for index, item in enumerate(items):
+                if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                    raise KubeconfigError(
+                        f"kubeconfig {section}[{index}] has no name; every entry needs one"
+                    )
+                seen.setdefault(item["name"], item)
         merged[section] = list(seen.values())
     for doc in documents:
         if doc.get("current-context"):
             merged["current-context"] = doc["current-context"]
             break
     return merged
+
+
+def _entry(merged: dict[str, Any], section: str, name: Any, what: str) -> dict[str, Any]:
+    for item in merged[section]:
+        if item["name"] == name:
+            body = item.get(section[:-1])
+            if not isinstance(body, dict):
+                raise KubeconfigError(f"kubeconfig {what} {name!r} has no {section[:-1]} mapping")
+            return body
+    raise KubeconfigError(f"kubeconfig {what} {name!r} is not among its {section}")
+
+
+def _check_context(merged: dict[str, Any], chosen: str, base: Path) -> None:
+    """What lightkube would otherwise fail on with a bare exception: missing
+    entries and files, data that is not base64, a server that is no URL."""
+    context = _entry(merged, "contexts", chosen, "context")
+    where = f"context {chosen!r}"
+    cluster = _entry(merged, "clusters", context.get("cluster"), f"{where}: cluster")
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+        raise KubeconfigError(
+            f"kubeconfig {where}: cluster {context.get('cluster')!r} has no http(s) server URL "
+            f"(server: {server!r})"
+        )
+    user = (
+        _entry(merged, "users", context.get("user"), f"{where}: user")
+        if context.get("user")
+        else {}
+    )
+    for section, body in (("cluster", cluster), ("user", user)):
+        for key in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
+            if key in body:
+                path = Path(str(body[key])).expanduser()
+                path = path if path.is_absolute() else base / path
+                if not path.is_file():
+                    raise KubeconfigError(
+                        f"kubeconfig {where}: {section} {key} {path} does not exist"
+                    )
+        for key in ("certificate-authority-data", "client-certificate-data", "client-key-data"):
+            if key in body:
+                try:
+                    base64.b64decode(str(body[key]), validate=True)
+                except (binascii.Error, ValueError):
+                    raise KubeconfigError(
+                        f"kubeconfig {where}: {section} {key} is not valid base64"
+                    ) from None
 
 
 def _files(kubeconfig: str | None, env: Mapping[str, str]) -> list[Path] | None:
@@ -113,6 +167,7 @@ def resolve(
         raise KubeconfigError(
             f"context {chosen!r} is not in {', '.join(map(str, files))} (contexts: {', '.join(map(str, names)) or 'none'})"
         )
+    _check_context(merged, chosen, files[0].parent)
     try:
         single = KubeConfig.from_dict(merged, fname=str(files[0])).get(context_name=chosen)
     except Exception as err:  # lightkube raises ConfigError/KeyError on broken files
