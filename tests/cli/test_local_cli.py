@@ -110,10 +110,17 @@ def test_sigterm_stops_every_broker_like_ctrl_c(fake_flux):
 def test_interactive_prints_the_uri_and_ctrl_c_shuts_down(fake_flux, nodes):
     fake_flux.set(FAKE_SIZE=nodes)
     process = spawn("run", "--local", "-N", str(nodes), "--name", "inter")
-    wait_for(lambda: len(fake_flux.starts()) == nodes, process)
-    time.sleep(0.5)
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:  # wait for the event: the instance says it is up
+        seen.append(line)
+        if "Use it with: flux proxy" in line:
+            break
+    else:
+        raise AssertionError(f"the instance never came up: {''.join(seen)}")
     process.send_signal(signal.SIGINT)
-    _out, err = process.communicate(timeout=30)
+    _out, rest = process.communicate(timeout=30)
+    err = "".join(seen) + rest
     assert process.returncode == 0, err
     assert "Use it with: flux proxy local://" in err and "/rank-0/run/broker/local-0" in err
     assert f"{nodes} brokers on this machine" in err

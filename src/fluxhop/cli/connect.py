@@ -25,7 +25,6 @@ from fluxhop.errors import NotFound
 
 OPERATOR_SHELL = ". /mnt/flux/flux-view.sh && exec flux proxy $fluxsocket bash"
 OPERATOR_SOCKET = "/mnt/flux/config/run/flux/local"
-FLUX_ROOT = "fluxhop.io/flux-root"
 
 
 def _lead(ops: MiniClusters, name: str) -> tuple[Root, str]:
@@ -36,15 +35,11 @@ def _lead(ops: MiniClusters, name: str) -> tuple[Root, str]:
     return root, lead["metadata"]["name"]
 
 
-def _flux_root(root: Root) -> str:
-    return (root.obj["metadata"].get("annotations") or {}).get(FLUX_ROOT, "/mnt/flux")
-
-
 def shell_argv(kubectl: str, flags: list[str], root: Root, pod: str) -> list[str]:
     if root.target == "minicluster":
         inner = ["bash", "-c", OPERATOR_SHELL]
     else:
-        inner = ["bash", "/etc/fluxhop/config/connect.sh"]
+        inner = ["bash", f"{root.config_dir}/connect.sh"]
     return [kubectl, *flags, "exec", "-it", pod, "-c", root.container, "--", *inner]
 
 
@@ -106,7 +101,7 @@ def proxy_command(
     if root.target == "minicluster":
         socket, remote_flux = OPERATOR_SOCKET, "/mnt/flux/view/bin/flux"
     else:
-        base = _flux_root(root)
+        base = root.flux_root
         socket, remote_flux = f"{base}/run/broker/local-0", f"{base}/view/bin/flux"
     with tempfile.TemporaryDirectory(prefix="fluxhop-proxy-") as tmp:
         wrapper = Path(tmp) / "kubectl-ssh"

@@ -264,12 +264,12 @@ def run_local(spec: MiniCluster, *, timeout: float, verbose: bool = False) -> in
         if not instance.interactive:
             return instance.wait()
         uri = instance.wait_ready()
-        click.echo(
-            f"fluxhop: MiniCluster {spec.name} is up: {instance.size} brokers on this machine. "
-            f"Use it with: flux proxy {uri}  (Ctrl-C shuts it down)",
-            err=True,
-        )
-        try:
+        try:  # from here on, Ctrl-C is how the user ends the instance: exit 0
+            click.echo(
+                f"fluxhop: MiniCluster {spec.name} is up: {instance.size} brokers on this "
+                f"machine. Use it with: flux proxy {uri}  (Ctrl-C shuts it down)",
+                err=True,
+            )
             instance.serve()
         except KeyboardInterrupt:
             click.echo(f"fluxhop: shutting down {spec.name}", err=True)

@@ -15,8 +15,25 @@ from fluxhop.cluster.minicluster import mark_root
 from fluxhop.documents import read_input
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.documents import pick
-from fluxhop.trainer.jobset import FLUX_ROOT
+from fluxhop.trainer.jobset import FLUX_ROOT, PATHS
 from fluxhop.trainer.plan import NODE, POLICIES
+
+
+def marked_objects(
+    trainjob: dict[str, Any], runtime: dict[str, Any], cluster_domain: str
+) -> list[dict[str, Any]]:
+    """The plugin's objects, with the JobSet marked as fluxhop's root: where its
+    pods keep Flux and the ConfigMap (/etc/flux-config), and its lead container."""
+    objects = _objects(trainjob, runtime, cluster_domain)
+    node = next(j for j in objects[-1]["spec"]["replicatedJobs"] if j["name"] == NODE)
+    return mark_root(
+        objects,
+        "jobset",
+        max_size=node["template"]["spec"]["parallelism"],
+        flux_root=FLUX_ROOT,
+        config_dir=PATHS.config_dir,
+        container=NODE,
+    )
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -91,18 +108,11 @@ def run_command(
     meta = trainjob.setdefault("metadata", {})
     ops = connect(kubeconfig, context, namespace or meta.get("namespace"))
     meta["namespace"] = ops.kube.namespace
-    objects = _objects(trainjob, runtime, cluster_domain)
+    objects = marked_objects(trainjob, runtime, cluster_domain)
     jobset = objects[-1]
     node = next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == NODE)
     container = next(
         c for c in node["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == NODE
-    )
-    mark_root(
-        objects,
-        "jobset",
-        max_size=node["template"]["spec"]["parallelism"],
-        flux_root=FLUX_ROOT,
-        container=NODE,
     )
     return run_root(
         jobset["metadata"]["name"],

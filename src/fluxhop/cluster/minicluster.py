@@ -36,6 +36,7 @@ from fluxhop.errors import (
 )
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render import render
+from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
 from fluxhop.spec.minicluster import MiniCluster
 
@@ -52,6 +53,7 @@ TARGET_LABEL = "fluxhop.io/target"
 SPEC_HASH = "fluxhop.io/spec-hash"
 MAX_SIZE = "fluxhop.io/max-size"
 FLUX_ROOT = "fluxhop.io/flux-root"
+CONFIG_DIR = "fluxhop.io/config-dir"
 LEAD_CONTAINER = "fluxhop.io/lead-container"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 ROOT_KINDS = {"job": "Job", "jobset": "JobSet", "minicluster": "MiniCluster"}
@@ -76,7 +78,11 @@ def prepare(
     """Render and mark the root with its target, spec hash and maxSize."""
     objects = render(spec, target, cert=cert, cluster_domain=cluster_domain)
     return mark_root(
-        objects, target, max_size=spec.spec.max_nodes, flux_root=spec.spec.flux.container.mount_path
+        objects,
+        target,
+        max_size=spec.spec.max_nodes,
+        flux_root=spec.spec.flux.container.mount_path,
+        config_dir=DEFAULT_PATHS.config_dir,
     )
 
 
@@ -86,9 +92,12 @@ def mark_root(
     *,
     max_size: int,
     flux_root: str,
+    config_dir: str,
     container: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Label the root (the last object) so fluxhop can find and inspect it later."""
+    """Label the root (the last object) so fluxhop can find and inspect it later,
+    and record where its pods keep Flux and the ConfigMap, so that no later
+    verb has to guess (Kubeflow Trainer pods mount theirs elsewhere)."""
     digest = spec_hash(objects)
     root = objects[-1]
     root["metadata"].setdefault("labels", {})[TARGET_LABEL] = target
@@ -96,6 +105,7 @@ def mark_root(
     annotations[SPEC_HASH] = digest
     annotations[MAX_SIZE] = str(max_size)
     annotations[FLUX_ROOT] = flux_root
+    annotations[CONFIG_DIR] = config_dir
     if container is not None:
         annotations[LEAD_CONTAINER] = container
     return objects
@@ -145,6 +155,18 @@ class Root:
         except where a workload fixes the name, e.g. Kubeflow Trainer's node)."""
         annotations = self.obj["metadata"].get("annotations") or {}
         return str(annotations.get(LEAD_CONTAINER, self.name))
+
+    @property
+    def flux_root(self) -> str:
+        """Where the pods keep Flux (the Flux view's mount path)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(FLUX_ROOT, "/mnt/flux"))
+
+    @property
+    def config_dir(self) -> str:
+        """Where the pods mount the ConfigMap (entrypoint.sh, connect.sh, ...)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(CONFIG_DIR, DEFAULT_PATHS.config_dir))
 
     @property
     def pod_selector(self) -> dict[str, str]:
