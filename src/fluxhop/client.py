@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
-from fluxhop.cluster.minicluster import MiniClusters, Root, Status
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.documents import read_input
 from fluxhop.errors import InputError, WaitTimeout
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload import Root, Status
 
 __all__ = ["Client"]
 

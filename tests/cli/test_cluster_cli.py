@@ -13,7 +13,7 @@ import yaml
 
 from fluxhop.cli import main
 from fluxhop.cli.connect import shell_argv, ssh_wrapper
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.operations import MiniClusters
 from tests.conformance import REPO
 
 COMMAND = ["sh", "-c", 'echo "a  b" && exit 3']
@@ -241,7 +241,7 @@ def test_shell_and_proxy_need_their_tools(cli_cluster, kubeconfig, capsys, monke
 
 
 def test_shell_argv_sets_flux_uri_through_connect_helper():
-    from fluxhop.cluster.minicluster import Root
+    from fluxhop.workload import Root
 
     root = Root("job", {"metadata": {"name": "demo"}})
     argv = shell_argv("/usr/bin/kubectl", ["--namespace", "ns"], root, "demo-0-abcde")

@@ -10,9 +10,9 @@ import pytest
 
 from fluxhop.cli.connect import OPERATOR_SHELL, shell_argv
 from fluxhop.cli.trainer import marked_objects
-from fluxhop.cluster.minicluster import Root, prepare
 from fluxhop.rabbit import RabbitRequest
 from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.workload import Root, prepare
 from tests.rabbit.conftest import RABBITS, rabbit_job
 from tests.trainer.conftest import EXAMPLES, documents, flux_runtime
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.operations import MiniClusters
 from tests.cluster.fakeapi import FakeAPIServer
 
 SERVER = "https://fake.invalid:6443"

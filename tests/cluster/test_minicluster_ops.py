@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
@@ -161,7 +161,7 @@ def test_interrupt_during_create_deletes_what_was_created(fake, ops, monkeypatch
 
 
 def test_server_rejects_what_fails_the_schema(fake, ops, monkeypatch):
-    import fluxhop.cluster.minicluster as module
+    import fluxhop.workload.marks as module
 
     original = module.render
 

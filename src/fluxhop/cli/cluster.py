@@ -11,8 +11,8 @@ from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import JobFlags, job_options
-from fluxhop.cluster.minicluster import Status
 from fluxhop.render.output import dump_yaml
+from fluxhop.workload import Status
 
 
 def _age(seconds: float) -> str:

@@ -20,8 +20,9 @@ import click
 
 from fluxhop.cli.kubeopts import connect, kube_options, kubectl_flags, need_tool
 from fluxhop.cli.params import KUBE_NAME
-from fluxhop.cluster.minicluster import MiniClusters, Root
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import NotFound
+from fluxhop.workload import Root
 
 OPERATOR_SHELL = ". /mnt/flux/flux-view.sh && exec flux proxy $fluxsocket bash"
 OPERATOR_SOCKET = "/mnt/flux/config/run/flux/local"

@@ -10,7 +10,7 @@ import click
 
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import LocalToolMissing
 
 __all__ = ["connect", "kube_options", "kubectl_flags", "need_tool"]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from fluxhop.cluster.minicluster import Progress
+from fluxhop.workload import Progress
 
 __all__ = ["ProgressDisplay"]
 

@@ -19,12 +19,13 @@ from fluxhop.cli.common import echo_objects, load_spec, output_option, target_op
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
-from fluxhop.cluster.minicluster import MiniClusters, Root
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InputError, KubeconfigError, SpecError, interrupt_status
 from fluxhop.local.instance import LocalInstance
 from fluxhop.render import render
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload import Root
 
 RUN_SETTINGS = {"allow_interspersed_args": False}
 LOCAL_IMAGE = "local"  # --local runs no container; the spec still names an image

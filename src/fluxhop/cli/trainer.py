@@ -11,12 +11,12 @@ from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN
 from fluxhop.cli.run import run_root
-from fluxhop.cluster.minicluster import mark_root
 from fluxhop.documents import read_input
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.documents import pick
 from fluxhop.trainer.jobset import FLUX_ROOT, PATHS
 from fluxhop.trainer.plan import NODE, POLICIES
+from fluxhop.workload import mark_root
 
 
 def marked_objects(

@@ -7,10 +7,10 @@ import io
 import time
 from collections.abc import Iterator
 
-from fluxhop.cluster.minicluster import Status
 from fluxhop.errors import AlreadyExists, InputError, NotFound
 from fluxhop.local.instance import LocalInstance
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload import Status
 
 __all__ = ["LocalMiniClusters"]
 

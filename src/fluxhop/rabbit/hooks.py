@@ -20,12 +20,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fluxhop.cluster.minicluster import MiniClusters, Root
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import ClusterError, NotOurs
 from fluxhop.flux.jobspec import Jobspec
 from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
 from fluxhop.rabbit.workflow import Workflow
+from fluxhop.workload import Root
 
 if TYPE_CHECKING:
     from fluxhop.client import Client

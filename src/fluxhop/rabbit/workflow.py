@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.rabbit.errors import RabbitError
+from fluxhop.render.objects import owner_reference
 
 __all__ = ["MOUNTABLE_TYPES", "SERVER_PREFIX", "FileSystem", "Workflow"]
 
@@ -93,12 +94,12 @@ class Workflow:
     @property
     def owner_reference(self) -> dict[str, Any]:
         """Makes the MiniCluster garbage when the Workflow goes (not its controller)."""
-        return {
+        workflow = {
             "apiVersion": self.api_version,
             "kind": "Workflow",
-            "name": self.name,
-            "uid": self.uid,
+            "metadata": {"name": self.name, "uid": self.uid},
         }
+        return owner_reference(workflow, controller=False)
 
     def file_systems(self) -> list[FileSystem]:
         found: list[FileSystem] = []

@@ -4,6 +4,7 @@ headless Service and the NetworkPolicy that guards the broker port."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 from fluxhop.render.bundle import BROKER_PORT, Bundle
@@ -20,6 +21,7 @@ __all__ = [
     "headless_service",
     "metadata",
     "network_policy",
+    "owner_reference",
 ]
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -128,3 +130,22 @@ def network_policy(spec: MiniCluster) -> dict[str, Any]:
             ],
         },
     }
+
+
+def owner_reference(obj: Mapping[str, Any], *, controller: bool = True) -> dict[str, Any]:
+    """The ownerReference that makes an object garbage when ``obj`` is deleted.
+
+    ``controller`` marks ``obj`` as the one that manages it (a MiniCluster's
+    root for its children, a TrainJob for its JobSet); an owner that merely
+    outlives it (a DWS Workflow) is not its controller.
+    """
+    meta = obj["metadata"]
+    reference: dict[str, Any] = {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    if controller:
+        reference.update(controller=True, blockOwnerDeletion=True)
+    return reference

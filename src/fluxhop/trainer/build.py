@@ -30,7 +30,7 @@ from typing import Any
 from fluxhop.errors import SpecError
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render import bundle_for
-from fluxhop.render.objects import common_labels, config_map, curve_secret
+from fluxhop.render.objects import common_labels, config_map, curve_secret, owner_reference
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.jobset import FLUX_ROOT, PATHS, config_map_name, flux_jobset
@@ -74,16 +74,12 @@ def minicluster_for(job: Plan) -> MiniCluster:
 def _owner(job: Plan) -> list[dict[str, Any]]:
     if not job.uid:
         return []
-    return [
-        {
-            "apiVersion": API_VERSION,
-            "kind": "TrainJob",
-            "name": job.name,
-            "uid": job.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    trainjob = {
+        "apiVersion": API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": job.name, "uid": job.uid},
+    }
+    return [owner_reference(trainjob)]
 
 
 def _with_owner(obj: dict[str, Any], owners: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,13 +12,10 @@ volume it mounts is there, and fluxhop applies both right after the root.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,241 +31,26 @@ from fluxhop.errors import (
     NotOurs,
     WaitTimeout,
 )
-from fluxhop.flux.curve import CurveCert
-from fluxhop.render import render
-from fluxhop.render.bundle import DEFAULT_PATHS
-from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
+from fluxhop.render.objects import MANAGED_BY
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload.marks import (
+    ROOT_KINDS,
+    SPEC_HASH,
+    TARGET_LABEL,
+    owner_reference,
+    prepare,
+)
+from fluxhop.workload.root import Root
+from fluxhop.workload.status import (
+    Progress,
+    Status,
+    completion_index,
+    exit_code,
+    started,
+    status_of,
+)
 
-__all__ = [
-    "MiniClusters",
-    "Progress",
-    "Root",
-    "Status",
-    "prepare",
-    "spec_hash",
-]
-
-TARGET_LABEL = "fluxhop.io/target"
-SPEC_HASH = "fluxhop.io/spec-hash"
-MAX_SIZE = "fluxhop.io/max-size"
-FLUX_ROOT = "fluxhop.io/flux-root"
-CONFIG_DIR = "fluxhop.io/config-dir"
-LEAD_CONTAINER = "fluxhop.io/lead-container"
-REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
-ROOT_KINDS = {"job": "Job", "jobset": "JobSet", "minicluster": "MiniCluster"}
-JOB_NAME = "batch.kubernetes.io/job-name"
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-
-
-def spec_hash(objects: list[dict[str, Any]]) -> str:
-    """What identifies a spec: every rendered object but the Secret (fresh keys)."""
-    stable = [o for o in objects if o["kind"] != "Secret"]
-    return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def prepare(
-    spec: MiniCluster,
-    target: str = "job",
-    *,
-    cluster_domain: str = "cluster.local",
-    cert: CurveCert | None = None,
-) -> list[dict[str, Any]]:
-    """Render and mark the root with its target, spec hash and maxSize."""
-    objects = render(spec, target, cert=cert, cluster_domain=cluster_domain)
-    return mark_root(
-        objects,
-        target,
-        max_size=spec.spec.max_nodes,
-        flux_root=spec.spec.flux.container.mount_path,
-        config_dir=DEFAULT_PATHS.config_dir,
-    )
-
-
-def mark_root(
-    objects: list[dict[str, Any]],
-    target: str,
-    *,
-    max_size: int,
-    flux_root: str,
-    config_dir: str,
-    container: str | None = None,
-) -> list[dict[str, Any]]:
-    """Label the root (the last object) so fluxhop can find and inspect it later,
-    and record where its pods keep Flux and the ConfigMap, so that no later
-    verb has to guess (Kubeflow Trainer pods mount theirs elsewhere)."""
-    digest = spec_hash(objects)
-    root = objects[-1]
-    root["metadata"].setdefault("labels", {})[TARGET_LABEL] = target
-    annotations = root["metadata"].setdefault("annotations", {})
-    annotations[SPEC_HASH] = digest
-    annotations[MAX_SIZE] = str(max_size)
-    annotations[FLUX_ROOT] = flux_root
-    annotations[CONFIG_DIR] = config_dir
-    if container is not None:
-        annotations[LEAD_CONTAINER] = container
-    return objects
-
-
-def owner_reference(root: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": root["apiVersion"],
-        "kind": root["kind"],
-        "name": root["metadata"]["name"],
-        "uid": root["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-@dataclass(frozen=True)
-class Root:
-    """The root object of a MiniCluster fluxhop created."""
-
-    target: str
-    obj: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def size(self) -> int:
-        spec = self.obj.get("spec", {})
-        if self.target == "job":
-            return int(spec.get("parallelism", 0))
-        if self.target == "jobset":
-            jobs = spec["replicatedJobs"]
-            node = next((job for job in jobs if job.get("name") == "node"), jobs[0])
-            return int(node["template"]["spec"].get("parallelism", 0))
-        return int(spec.get("size", 1))
-
-    @property
-    def max_size(self) -> int:
-        annotations = self.obj["metadata"].get("annotations") or {}
-        return int(annotations.get(MAX_SIZE, self.size))
-
-    @property
-    def container(self) -> str:
-        """The container that runs the broker (named after the MiniCluster,
-        except where a workload fixes the name, e.g. Kubeflow Trainer's node)."""
-        annotations = self.obj["metadata"].get("annotations") or {}
-        return str(annotations.get(LEAD_CONTAINER, self.name))
-
-    @property
-    def flux_root(self) -> str:
-        """Where the pods keep Flux (the Flux view's mount path)."""
-        annotations = self.obj["metadata"].get("annotations") or {}
-        return str(annotations.get(FLUX_ROOT, "/mnt/flux"))
-
-    @property
-    def config_dir(self) -> str:
-        """Where the pods mount the ConfigMap (entrypoint.sh, connect.sh, ...)."""
-        annotations = self.obj["metadata"].get("annotations") or {}
-        return str(annotations.get(CONFIG_DIR, DEFAULT_PATHS.config_dir))
-
-    @property
-    def pod_selector(self) -> dict[str, str]:
-        if self.target == "jobset":
-            return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
-        return {JOB_NAME: self.name}
-
-    @property
-    def created(self) -> datetime | None:
-        stamp = self.obj["metadata"].get("creationTimestamp")
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
-
-
-@dataclass
-class Progress:
-    """How far a MiniCluster has come up."""
-
-    size: int
-    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def count(self, phase: str) -> int:
-        return sum(1 for pod in self.pods.values() if pod.get("status", {}).get("phase") == phase)
-
-    @property
-    def scheduled(self) -> int:
-        return sum(
-            1
-            for pod in self.pods.values()
-            if pod.get("spec", {}).get("nodeName") or _scheduled(pod)
-        )
-
-    @property
-    def running(self) -> int:
-        return self.count("Running")
-
-    @property
-    def finished(self) -> int:
-        return self.count("Succeeded") + self.count("Failed")
-
-    def summary(self) -> str:
-        return f"{self.scheduled}/{self.size} pods scheduled, {self.running} running" + (
-            f", {self.finished} finished" if self.finished else ""
-        )
-
-
-def _scheduled(pod: dict[str, Any]) -> bool:
-    for condition in pod.get("status", {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            return True
-    return False
-
-
-def _index(pod: dict[str, Any]) -> int | None:
-    value = (pod.get("metadata", {}).get("labels") or {}).get(COMPLETION_INDEX)
-    return int(value) if value is not None and str(value).isdigit() else None
-
-
-def exit_code(pod: dict[str, Any], container: str) -> int | None:
-    """The exit code of ``container`` once it has terminated."""
-    for status in pod.get("status", {}).get("containerStatuses") or []:
-        if status.get("name") == container:
-            terminated = (status.get("state") or {}).get("terminated")
-            if terminated is not None:
-                return int(terminated.get("exitCode", 1))
-    return None
-
-
-def _started(pod: dict[str, Any], container: str) -> bool:
-    if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
-        return True
-    return exit_code(pod, container) is not None
-
-
-@dataclass(frozen=True)
-class Status:
-    name: str
-    target: str
-    size: int
-    max_size: int
-    state: str
-    age: float
-    pods: dict[str, int]
-    exit_code: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "target": self.target,
-            "size": self.size,
-            "maxSize": self.max_size,
-            "state": self.state,
-            "ageSeconds": round(self.age),
-            "pods": self.pods,
-            "exitCode": self.exit_code,
-        }
-
-
-def _conditions(obj: dict[str, Any]) -> dict[str, str]:
-    return {
-        c.get("type", ""): c.get("status", "")
-        for c in obj.get("status", {}).get("conditions") or []
-    }
+__all__ = ["MiniClusters", "selector_text"]
 
 
 class MiniClusters:
@@ -392,7 +174,7 @@ class MiniClusters:
         return self.kube.list("Pod", labels=root.pod_selector)
 
     def lead_pod(self, root: Root) -> dict[str, Any] | None:
-        leads = [p for p in self.pods(root) if _index(p) == 0]
+        leads = [p for p in self.pods(root) if completion_index(p) == 0]
         leads.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
         return leads[-1] if leads else None
 
@@ -403,31 +185,7 @@ class MiniClusters:
         return root.obj
 
     def status(self, root: Root) -> Status:
-        pods = self.pods(root)
-        phases: dict[str, int] = {}
-        for pod in pods:
-            phase = pod.get("status", {}).get("phase", "Unknown")
-            phases[phase] = phases.get(phase, 0) + 1
-        conditions = _conditions(self._workload(root))
-        lead = next((p for p in pods if _index(p) == 0), None)
-        code = exit_code(lead, root.container) if lead else None
-        if conditions.get("Failed") == "True" or (code is not None and code != 0):
-            state = "Failed"
-        elif (
-            conditions.get("Complete") == "True"
-            or conditions.get("Completed") == "True"
-            or code == 0
-        ):
-            state = "Succeeded"
-        elif conditions.get("Suspended") == "True":
-            state = "Suspended"
-        elif phases.get("Running", 0) >= root.size > 0:
-            state = "Running"
-        else:
-            state = "Pending"
-        created = root.created
-        age = (datetime.now(UTC) - created).total_seconds() if created else 0.0
-        return Status(root.name, root.target, root.size, root.max_size, state, age, phases, code)
+        return status_of(root, self._workload(root), self.pods(root), datetime.now(UTC))
 
     def list(self) -> list[Status]:
         statuses = []
@@ -528,7 +286,8 @@ class MiniClusters:
 
         def ready(progress: Progress) -> bool:
             lead_done = any(
-                _index(p) == 0 and p.get("status", {}).get("phase") in ("Succeeded", "Failed")
+                completion_index(p) == 0
+                and p.get("status", {}).get("phase") in ("Succeeded", "Failed")
                 for p in progress.pods.values()
             )
             return (
@@ -548,12 +307,15 @@ class MiniClusters:
     ) -> dict[str, Any]:
         def lead_started(progress: Progress) -> bool:
             return any(
-                _index(p) == 0 and _started(p, root.container) for p in progress.pods.values()
+                completion_index(p) == 0 and started(p, root.container)
+                for p in progress.pods.values()
             )
 
         progress = self.wait(root, lead_started, timeout=timeout, on_progress=on_progress)
         return next(
-            p for p in progress.pods.values() if _index(p) == 0 and _started(p, root.container)
+            p
+            for p in progress.pods.values()
+            if completion_index(p) == 0 and started(p, root.container)
         )
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
@@ -561,7 +323,7 @@ class MiniClusters:
 
         def lead_exited(progress: Progress) -> bool:
             return any(
-                _index(p) == 0 and exit_code(p, root.container) is not None
+                completion_index(p) == 0 and exit_code(p, root.container) is not None
                 for p in progress.pods.values()
             )
 
@@ -569,7 +331,7 @@ class MiniClusters:
         lead = next(
             p
             for p in progress.pods.values()
-            if _index(p) == 0 and exit_code(p, root.container) is not None
+            if completion_index(p) == 0 and exit_code(p, root.container) is not None
         )
         code = exit_code(lead, root.container)
         return 1 if code is None else code
@@ -616,6 +378,3 @@ class MiniClusters:
 
 def selector_text(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items())
-
-
-__all__ += ["MINICLUSTER_LABEL", "selector_text"]

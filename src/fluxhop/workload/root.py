@@ -1,0 +1,79 @@
+"""The root object of a MiniCluster fluxhop created, read back: what render
+recorded on it (target, maxSize, paths, lead container) and what follows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from fluxhop.render.bundle import DEFAULT_PATHS
+from fluxhop.workload.marks import (
+    CONFIG_DIR,
+    FLUX_ROOT,
+    JOB_NAME,
+    JOBSET_NAME,
+    LEAD_CONTAINER,
+    MAX_SIZE,
+    REPLICATED_JOB,
+)
+
+__all__ = ["Root"]
+
+
+@dataclass(frozen=True)
+class Root:
+    """The root object of a MiniCluster fluxhop created."""
+
+    target: str
+    obj: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def size(self) -> int:
+        spec = self.obj.get("spec", {})
+        if self.target == "job":
+            return int(spec.get("parallelism", 0))
+        if self.target == "jobset":
+            jobs = spec["replicatedJobs"]
+            node = next((job for job in jobs if job.get("name") == "node"), jobs[0])
+            return int(node["template"]["spec"].get("parallelism", 0))
+        return int(spec.get("size", 1))
+
+    @property
+    def max_size(self) -> int:
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return int(annotations.get(MAX_SIZE, self.size))
+
+    @property
+    def container(self) -> str:
+        """The container that runs the broker (named after the MiniCluster,
+        except where a workload fixes the name, e.g. Kubeflow Trainer's node)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(LEAD_CONTAINER, self.name))
+
+    @property
+    def flux_root(self) -> str:
+        """Where the pods keep Flux (the Flux view's mount path)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(FLUX_ROOT, "/mnt/flux"))
+
+    @property
+    def config_dir(self) -> str:
+        """Where the pods mount the ConfigMap (entrypoint.sh, connect.sh, ...)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return str(annotations.get(CONFIG_DIR, DEFAULT_PATHS.config_dir))
+
+    @property
+    def pod_selector(self) -> dict[str, str]:
+        if self.target == "jobset":
+            return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
+        return {JOB_NAME: self.name}
+
+    @property
+    def created(self) -> datetime | None:
+        stamp = self.obj["metadata"].get("creationTimestamp")
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None

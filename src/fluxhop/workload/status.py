@@ -1,0 +1,137 @@
+"""A MiniCluster's progress and state, read from its objects (pure: the
+objects come in, nothing is fetched here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fluxhop.workload.marks import COMPLETION_INDEX
+from fluxhop.workload.root import Root
+
+__all__ = [
+    "Progress",
+    "Status",
+    "completion_index",
+    "conditions",
+    "exit_code",
+    "started",
+    "status_of",
+]
+
+
+@dataclass
+class Progress:
+    """How far a MiniCluster has come up."""
+
+    size: int
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def count(self, phase: str) -> int:
+        return sum(1 for pod in self.pods.values() if pod.get("status", {}).get("phase") == phase)
+
+    @property
+    def scheduled(self) -> int:
+        return sum(
+            1 for pod in self.pods.values() if pod.get("spec", {}).get("nodeName") or scheduled(pod)
+        )
+
+    @property
+    def running(self) -> int:
+        return self.count("Running")
+
+    @property
+    def finished(self) -> int:
+        return self.count("Succeeded") + self.count("Failed")
+
+    def summary(self) -> str:
+        return f"{self.scheduled}/{self.size} pods scheduled, {self.running} running" + (
+            f", {self.finished} finished" if self.finished else ""
+        )
+
+
+def scheduled(pod: dict[str, Any]) -> bool:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            return True
+    return False
+
+
+def completion_index(pod: dict[str, Any]) -> int | None:
+    value = (pod.get("metadata", {}).get("labels") or {}).get(COMPLETION_INDEX)
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
+def exit_code(pod: dict[str, Any], container: str) -> int | None:
+    """The exit code of ``container`` once it has terminated."""
+    for status in pod.get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            terminated = (status.get("state") or {}).get("terminated")
+            if terminated is not None:
+                return int(terminated.get("exitCode", 1))
+    return None
+
+
+def started(pod: dict[str, Any], container: str) -> bool:
+    if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
+        return True
+    return exit_code(pod, container) is not None
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    target: str
+    size: int
+    max_size: int
+    state: str
+    age: float
+    pods: dict[str, int]
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "size": self.size,
+            "maxSize": self.max_size,
+            "state": self.state,
+            "ageSeconds": round(self.age),
+            "pods": self.pods,
+            "exitCode": self.exit_code,
+        }
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {
+        c.get("type", ""): c.get("status", "")
+        for c in obj.get("status", {}).get("conditions") or []
+    }
+
+
+def status_of(
+    root: Root, workload: dict[str, Any], pods: list[dict[str, Any]], now: datetime
+) -> Status:
+    """A MiniCluster's state from its root, the object whose conditions tell
+    how the job ended (``workload``), and its pods."""
+    phases: dict[str, int] = {}
+    for pod in pods:
+        phase = pod.get("status", {}).get("phase", "Unknown")
+        phases[phase] = phases.get(phase, 0) + 1
+    done = conditions(workload)
+    lead = next((p for p in pods if completion_index(p) == 0), None)
+    code = exit_code(lead, root.container) if lead else None
+    if done.get("Failed") == "True" or (code is not None and code != 0):
+        state = "Failed"
+    elif done.get("Complete") == "True" or done.get("Completed") == "True" or code == 0:
+        state = "Succeeded"
+    elif done.get("Suspended") == "True":
+        state = "Suspended"
+    elif phases.get("Running", 0) >= root.size > 0:
+        state = "Running"
+    else:
+        state = "Pending"
+    created = root.created
+    age = (now - created).total_seconds() if created else 0.0
+    return Status(root.name, root.target, root.size, root.max_size, state, age, phases, code)
