@@ -19,6 +19,7 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.documents import read_input
 from fluxhop.errors import InputError, WaitTimeout
 from fluxhop.local.backend import LocalMiniClusters
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Root, Status
 
@@ -47,7 +48,7 @@ class Client:
         *,
         kubeconfig: str | None = None,
         backend: str = "kubernetes",
-        target: str = "job",
+        target: Target | str = Target.JOB,
         cluster_domain: str = "cluster.local",
         transport: Any = None,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
@@ -55,7 +56,7 @@ class Client:
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.backend = backend
-        self.target = target
+        self.target = Target.parse(target)
         self.cluster_domain = cluster_domain
         self._connect = {
             "kubeconfig": kubeconfig,
@@ -90,7 +91,9 @@ class Client:
         text = read_input(spec) if "\n" not in spec and Path(spec).is_file() else spec
         return MiniCluster.from_yaml(text)
 
-    def create(self, spec: MiniCluster | str | dict[str, Any], *, target: str | None = None) -> str:
+    def create(
+        self, spec: MiniCluster | str | dict[str, Any], *, target: Target | str | None = None
+    ) -> str:
         """Create the MiniCluster (a model, a YAML text or file, or a dict); return its name."""
         if self._local is not None:
             return self._local.create(self._spec(spec))

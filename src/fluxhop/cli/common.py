@@ -9,6 +9,7 @@ import click
 from fluxhop.documents import read_input
 from fluxhop.errors import SpecError
 from fluxhop.render.output import dump_json, dump_yaml
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
@@ -32,12 +33,13 @@ def echo_objects(objects: list[dict[str, Any]], output: str) -> None:
     click.echo(dump_json(objects) if output == "json" else dump_yaml(objects), nl=False)
 
 
-def target_option(default: str = "job") -> Any:
+def target_option(default: Target = Target.JOB) -> Any:
     return click.option(
         "--target",
-        type=click.Choice(["job", "jobset", "minicluster"]),
-        default=default,
+        type=click.Choice([t.value for t in Target]),
+        default=default.value,
         show_default=True,
+        callback=lambda ctx, param, value: Target(value),
         help="What to create: an Indexed Job (any cluster), a JobSet, or the Flux Operator's MiniCluster.",
     )
 

@@ -7,6 +7,7 @@ import click
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.render import render
+from fluxhop.render.targets import Target
 
 
 @click.command("render")
@@ -24,7 +25,7 @@ from fluxhop.render import render
 )
 def render_command(
     filename: str,
-    target: str,
+    target: Target,
     output: str,
     name: str | None,
     namespace: str | None,

@@ -23,6 +23,7 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InputError, KubeconfigError, SpecError, interrupt_status
 from fluxhop.local.instance import LocalInstance
 from fluxhop.render import render
+from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Root
@@ -125,7 +126,7 @@ class JobFlags:
     name: str | None
     max_size: int | None
     gpu_resource: str
-    target: str
+    target: Target
     cluster_domain: str
 
     def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
@@ -285,7 +286,7 @@ def run_local(spec: MiniCluster, *, timeout: float, verbose: bool = False) -> in
 
 def run_on_cluster(
     spec: MiniCluster,
-    target: str,
+    target: Target,
     cluster_domain: str,
     ops: MiniClusters,
     *,

@@ -32,6 +32,7 @@ from fluxhop.errors import (
     WaitTimeout,
 )
 from fluxhop.render.objects import MANAGED_BY
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.marks import (
     ROOT_KINDS,
@@ -65,7 +66,7 @@ class MiniClusters:
     def create(
         self,
         spec: MiniCluster,
-        target: str = "job",
+        target: Target | str = Target.JOB,
         *,
         cluster_domain: str = "cluster.local",
         owners: Sequence[dict[str, Any]] = (),
@@ -83,7 +84,7 @@ class MiniClusters:
     def apply_objects(
         self,
         objects: list[dict[str, Any]],
-        target: str,
+        target: Target | str,
         *,
         owners: Sequence[dict[str, Any]] = (),
     ) -> Root:
@@ -180,7 +181,7 @@ class MiniClusters:
 
     def _workload(self, root: Root) -> dict[str, Any]:
         """The object whose conditions tell how the job ended."""
-        if root.target == "minicluster":
+        if root.target is Target.MINICLUSTER:
             return self.kube.get("Job", root.name) or {}
         return root.obj
 
@@ -352,11 +353,11 @@ class MiniClusters:
                 f"--size {size} is above the MiniCluster's maxSize {root.max_size}: the broker config lists "
                 f"{root.max_size} hosts; recreate it with a larger maxSize (--max-size)"
             )
-        if root.target == "jobset":
+        if root.target is Target.JOBSET:
             raise InputError(
                 "a JobSet MiniCluster cannot be resized; create it with --target job to scale it"
             )
-        if root.target == "job":
+        if root.target is Target.JOB:
             obj = self.kube.merge_patch(
                 "Job", root.name, {"spec": {"parallelism": size, "completions": size}}
             )

@@ -217,7 +217,7 @@ class RabbitRequest:
         cxi_resource: str = CXI_RESOURCE,
     ) -> MiniCluster:
         """The MiniCluster for this request on (a subset of) ``rabbits``."""
-        from fluxhop.rabbit.minicluster import rabbit_minicluster
+        from fluxhop.rabbit.builder import rabbit_minicluster
 
         return rabbit_minicluster(
             self,

@@ -11,7 +11,7 @@ Targets:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fluxhop.errors import SpecError
 from fluxhop.flux.curve import CurveCert
@@ -21,12 +21,12 @@ from fluxhop.render.jobset import host_prefix, jobset
 from fluxhop.render.objects import config_map, curve_secret, headless_service, network_policy
 from fluxhop.render.operator import minicluster_resource
 from fluxhop.render.scripts import PodPaths
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["TARGETS", "Target", "bundle_for", "render"]
 
-Target = Literal["job", "jobset", "minicluster"]
-TARGETS: tuple[str, ...] = ("job", "jobset", "minicluster")
+TARGETS: tuple[str, ...] = tuple(t.value for t in Target)
 
 
 def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
@@ -39,7 +39,7 @@ def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
 
 def bundle_for(
     spec: MiniCluster,
-    target: str = "job",
+    target: Target | str = Target.JOB,
     *,
     cert: CurveCert | None = None,
     cluster_domain: str = "cluster.local",
@@ -48,7 +48,8 @@ def bundle_for(
 ) -> Bundle:
     """The Flux bootstrap bundle for the pods ``target`` creates (see
     :func:`build_bundle` for ``paths`` and ``cores_per_node``)."""
-    prefix = host_prefix(spec.name) if target == "jobset" else f"{spec.name}-"
+    target = Target.parse(target)
+    prefix = host_prefix(spec.name) if target is Target.JOBSET else f"{spec.name}-"
     longest = f"{prefix}{spec.spec.max_nodes - 1}"
     if len(longest) > 63:
         raise SpecError(
@@ -61,7 +62,7 @@ def bundle_for(
 
 def render(
     spec: MiniCluster,
-    target: str = "job",
+    target: Target | str = Target.JOB,
     *,
     cert: CurveCert | None = None,
     cluster_domain: str = "cluster.local",
@@ -71,13 +72,12 @@ def render(
     ``cert`` pins the CURVE certificate (a fresh one is generated otherwise,
     unless the spec carries ``flux.curveCert``).
     """
-    if target not in TARGETS:
-        raise SpecError(f"target {target!r} is not one of {', '.join(TARGETS)}")
-    if target == "minicluster":
+    target = Target.parse(target)
+    if target is Target.MINICLUSTER:
         return [minicluster_resource(spec)]
     bundle = bundle_for(spec, target, cert=cert, cluster_domain=cluster_domain)
     objects = [config_map(spec, bundle), curve_secret(spec, bundle)]
-    if target == "job":
+    if target is Target.JOB:
         objects += [headless_service(spec), network_policy(spec), indexed_job(spec, bundle)]
     else:
         objects += [network_policy(spec), jobset(spec, bundle)]

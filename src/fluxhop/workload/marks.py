@@ -17,6 +17,7 @@ from fluxhop.flux.curve import CurveCert
 from fluxhop.render import render
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.objects import owner_reference
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
@@ -44,7 +45,7 @@ FLUX_ROOT = "fluxhop.io/flux-root"
 CONFIG_DIR = "fluxhop.io/config-dir"
 LEAD_CONTAINER = "fluxhop.io/lead-container"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
-ROOT_KINDS = {"job": "Job", "jobset": "JobSet", "minicluster": "MiniCluster"}
+ROOT_KINDS = {target: target.kind for target in Target}
 JOB_NAME = "batch.kubernetes.io/job-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -58,7 +59,7 @@ def spec_hash(objects: list[dict[str, Any]]) -> str:
 
 def prepare(
     spec: MiniCluster,
-    target: str = "job",
+    target: Target | str = Target.JOB,
     *,
     cluster_domain: str = "cluster.local",
     cert: CurveCert | None = None,
@@ -76,7 +77,7 @@ def prepare(
 
 def mark_root(
     objects: list[dict[str, Any]],
-    target: str,
+    target: Target | str,
     *,
     max_size: int,
     flux_root: str,
@@ -88,7 +89,7 @@ def mark_root(
     verb has to guess (Kubeflow Trainer pods mount theirs elsewhere)."""
     digest = spec_hash(objects)
     root = objects[-1]
-    root["metadata"].setdefault("labels", {})[TARGET_LABEL] = target
+    root["metadata"].setdefault("labels", {})[TARGET_LABEL] = Target.parse(target).value
     annotations = root["metadata"].setdefault("annotations", {})
     annotations[SPEC_HASH] = digest
     annotations[MAX_SIZE] = str(max_size)

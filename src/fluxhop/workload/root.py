@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from fluxhop.render.bundle import DEFAULT_PATHS
+from fluxhop.render.targets import Target
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -25,8 +26,11 @@ __all__ = ["Root"]
 class Root:
     """The root object of a MiniCluster fluxhop created."""
 
-    target: str
+    target: Target
     obj: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", Target.parse(self.target))
 
     @property
     def name(self) -> str:
@@ -35,9 +39,9 @@ class Root:
     @property
     def size(self) -> int:
         spec = self.obj.get("spec", {})
-        if self.target == "job":
+        if self.target is Target.JOB:
             return int(spec.get("parallelism", 0))
-        if self.target == "jobset":
+        if self.target is Target.JOBSET:
             jobs = spec["replicatedJobs"]
             node = next((job for job in jobs if job.get("name") == "node"), jobs[0])
             return int(node["template"]["spec"].get("parallelism", 0))
@@ -69,7 +73,7 @@ class Root:
 
     @property
     def pod_selector(self) -> dict[str, str]:
-        if self.target == "jobset":
+        if self.target is Target.JOBSET:
             return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
         return {JOB_NAME: self.name}
 

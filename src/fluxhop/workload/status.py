@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from fluxhop.render.targets import Target
 from fluxhop.workload.marks import COMPLETION_INDEX
 from fluxhop.workload.root import Root
 
@@ -82,7 +83,7 @@ def started(pod: dict[str, Any], container: str) -> bool:
 @dataclass(frozen=True)
 class Status:
     name: str
-    target: str
+    target: Target | str
     size: int
     max_size: int
     state: str
@@ -93,7 +94,7 @@ class Status:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "target": self.target,
+            "target": str(self.target),
             "size": self.size,
             "maxSize": self.max_size,
             "state": self.state,
