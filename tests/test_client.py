@@ -67,3 +67,23 @@ def test_scale(client, fake):
 def test_unknown_backend():
     with pytest.raises(InputError, match="backend"):
         fluxhop.Client(backend="slurm")
+
+
+def test_both_backends_are_the_one_interface(fake, kubeconfig):
+    """Client has no branch per backend: each verb goes to a Backend, and both
+    implementations have every method of the Protocol."""
+    import inspect
+
+    from fluxhop.cluster.backend import KubernetesBackend
+    from fluxhop.local.backend import LocalMiniClusters
+    from fluxhop.workload.backend import Backend
+
+    wanted = {n for n, _ in inspect.getmembers(Backend) if not n.startswith("_")}
+    for implementation in (KubernetesBackend, LocalMiniClusters):
+        assert wanted <= set(dir(implementation)), implementation
+    with fluxhop.Client(kubeconfig=str(kubeconfig), transport=fake.transport()) as api:
+        assert isinstance(api.backend, KubernetesBackend)
+    with fluxhop.Client(backend="local") as local:
+        assert isinstance(local.backend, LocalMiniClusters) and local.namespace == "local"
+    source = inspect.getsource(fluxhop.Client)
+    assert "_local" not in source  # no per-method branch on the backend

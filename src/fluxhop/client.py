@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
+from fluxhop.cluster.backend import KubernetesBackend
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.documents import read_input
-from fluxhop.errors import InputError, WaitTimeout
+from fluxhop.errors import InputError
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.workload import Root, Status
+from fluxhop.workload import Status
+from fluxhop.workload.backend import Backend
 
 __all__ = ["Client"]
 
@@ -55,7 +57,7 @@ class Client:
     ) -> None:
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
-        self.backend = backend
+        self.backend_name = backend
         self.target = Target.parse(target)
         self.cluster_domain = cluster_domain
         self._connect = {
@@ -65,22 +67,28 @@ class Client:
             "transport": transport,
             "request_timeout": request_timeout,
         }
-        self._ops: MiniClusters | None = None
-        self._local: LocalMiniClusters | None = LocalMiniClusters() if backend == "local" else None
+        self._backend: Backend | None = LocalMiniClusters() if backend == "local" else None
+
+    @property
+    def backend(self) -> Backend:
+        """The backend every verb goes through (Kubernetes: connected on first use)."""
+        if self._backend is None:
+            self._backend = KubernetesBackend(MiniClusters(Kube.connect(**self._connect)))
+        return self._backend
 
     @property
     def ops(self) -> MiniClusters:
-        if self._local is not None:
+        """The Kubernetes operations underneath (for what only Kubernetes has)."""
+        backend = self.backend
+        if not isinstance(backend, KubernetesBackend):
             raise InputError(
                 "a local client has no Kubernetes operations; use backend='kubernetes'"
             )
-        if self._ops is None:
-            self._ops = MiniClusters(Kube.connect(**self._connect))
-        return self._ops
+        return backend.ops
 
     @property
     def namespace(self) -> str:
-        return "local" if self._local is not None else self.ops.kube.namespace
+        return self.backend.namespace
 
     @staticmethod
     def _spec(spec: MiniCluster | str | dict[str, Any]) -> MiniCluster:
@@ -95,56 +103,33 @@ class Client:
         self, spec: MiniCluster | str | dict[str, Any], *, target: Target | str | None = None
     ) -> str:
         """Create the MiniCluster (a model, a YAML text or file, or a dict); return its name."""
-        if self._local is not None:
-            return self._local.create(self._spec(spec))
-        return self.ops.create(
-            self._spec(spec), target or self.target, cluster_domain=self.cluster_domain
-        ).name
+        model = self._spec(spec)
+        chosen = Target.parse(target) if target is not None else self.target
+        return self.backend.create(model, chosen, cluster_domain=self.cluster_domain)
 
     def get(self, name: str) -> Status:
-        if self._local is not None:
-            return self._local.status(name)
-        return self.ops.status(self.ops.require(name))
+        return self.backend.status(name)
 
     def list(self) -> list[Status]:
-        if self._local is not None:
-            return self._local.list()
-        return self.ops.list()
+        return self.backend.list()
 
     def wait(self, name: str, timeout: float | None = 600) -> Status:
         """Wait until rank 0 has exited; the status carries its exit code."""
-        if self._local is not None:
-            return self._local.wait(name, timeout)
-        root: Root = self.ops.require(name)
-        self.ops.wait_exit(root, timeout=timeout)
-        status = self.ops.status(root)
-        if status.exit_code is None:
-            raise WaitTimeout(f"MiniCluster {name} finished but rank 0 reported no exit code")
-        return status
+        return self.backend.wait(name, timeout)
 
     def logs(self, name: str, follow: bool = False) -> Iterator[str]:
         """Rank 0's output (the job's output), line by line."""
-        if self._local is not None:
-            return self._local.logs(name)
-        return self.ops.logs(self.ops.require(name), follow=follow)
+        return self.backend.logs(name, follow=follow)
 
     def scale(self, name: str, size: int) -> Status:
-        if self._local is not None:
-            return self._local.scale(name, size)
-        root = self.ops.scale(self.ops.require(name), size)
-        return self.ops.status(root)
+        return self.backend.scale(name, size)
 
     def delete(self, name: str) -> None:
-        if self._local is not None:
-            self._local.delete(name)
-            return
-        self.ops.delete(name)
+        self.backend.delete(name)
 
     def close(self) -> None:
-        if self._local is not None:
-            self._local.close()
-        if self._ops is not None:
-            self._ops.kube.close()
+        if self._backend is not None:
+            self._backend.close()
 
     def __enter__(self) -> Client:
         return self

@@ -21,7 +21,7 @@ from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InputError, KubeconfigError, SpecError, interrupt_status
-from fluxhop.local.instance import LocalInstance
+from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.render import render
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -259,29 +259,35 @@ def run_command(
 
 
 def run_local(spec: MiniCluster, *, timeout: float, verbose: bool = False) -> int:
-    """Run ``spec`` as brokers on this machine; always stop them afterwards."""
-    instance = LocalInstance(spec, join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT), verbose=verbose)
+    """Run ``spec`` as brokers on this machine (the local backend, as
+    ``Client(backend="local")`` has it); always stop them afterwards."""
+    local = LocalMiniClusters(
+        join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT),
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        verbose=verbose,
+    )
     try:
-        instance.start()
-        if not instance.interactive:
-            return instance.wait()
-        uri = instance.wait_ready()
+        name = local.create(spec)
+        if not local.require(name).interactive:
+            code = local.wait(name, None).exit_code
+            return 0 if code is None else code
+        uri = local.wait_ready(name)
         try:  # from here on, Ctrl-C is how the user ends the instance: exit 0
             click.echo(
-                f"fluxhop: MiniCluster {spec.name} is up: {instance.size} brokers on this "
+                f"fluxhop: MiniCluster {spec.name} is up: {spec.spec.size} brokers on this "
                 f"machine. Use it with: flux proxy {uri}  (Ctrl-C shuts it down)",
                 err=True,
             )
-            instance.serve()
+            return local.wait(name, None).exit_code or 0
         except KeyboardInterrupt:
             click.echo(f"fluxhop: shutting down {spec.name}", err=True)
             return 0
-        return instance.brokers[0].process.returncode or 0
     except KeyboardInterrupt as err:
         click.echo("fluxhop: interrupted; stopping the brokers", err=True)
         return interrupt_status(err)
     finally:
-        instance.stop()
+        local.close()
 
 
 def run_on_cluster(

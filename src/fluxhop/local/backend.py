@@ -1,14 +1,18 @@
-"""Local MiniClusters behind :class:`fluxhop.Client` (``backend="local"``):
-the same verbs as on Kubernetes, for instances this process started."""
+"""The local backend: MiniClusters as brokers on this machine, behind
+:class:`fluxhop.Client` (``backend="local"``) and ``fluxhop run --local`` -
+the same interface as on Kubernetes (:class:`fluxhop.workload.backend.Backend`),
+for instances this process started."""
 
 from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from fluxhop.errors import AlreadyExists, InputError, NotFound
-from fluxhop.local.instance import LocalInstance
+from fluxhop.local.instance import LocalInstance, Sink
+from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
 
@@ -23,12 +27,43 @@ class _Discard(io.TextIOBase):
 
 
 class LocalMiniClusters:
-    def __init__(self, *, flux: str | None = None, join_timeout: float = 60.0) -> None:
+    """``stdout``/``stderr`` receive rank 0's output and the brokers' warnings
+    (by default kept for logs() only, as library use wants)."""
+
+    def __init__(
+        self,
+        *,
+        flux: str | None = None,
+        join_timeout: float = 60.0,
+        stdout: Sink | None = None,
+        stderr: Sink | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.flux = flux
         self.join_timeout = join_timeout
+        self.stdout = stdout
+        self.stderr = stderr
+        self.verbose = verbose
         self.instances: dict[str, LocalInstance] = {}
 
-    def create(self, spec: MiniCluster) -> str:
+    @property
+    def namespace(self) -> str:
+        return "local"
+
+    def in_namespace(self, namespace: str) -> LocalMiniClusters:
+        return self  # one machine has one place
+
+    def create(
+        self,
+        spec: MiniCluster,
+        target: Target = Target.JOB,
+        *,
+        cluster_domain: str = "cluster.local",
+        owners: Sequence[dict[str, Any]] = (),
+    ) -> str:
+        """Start the brokers (the target and cluster domain mean nothing here)."""
+        if owners:
+            raise InputError("a local MiniCluster cannot be owned by a Kubernetes object")
         if spec.name in self.instances:
             raise AlreadyExists(
                 f"local MiniCluster {spec.name} is already running; delete it first"
@@ -37,12 +72,16 @@ class LocalMiniClusters:
             spec,
             flux=self.flux,
             join_timeout=self.join_timeout,
-            stdout=_Discard(),
-            stderr=_Discard(),
+            stdout=self.stdout or _Discard(),
+            stderr=self.stderr or _Discard(),
+            verbose=self.verbose,
         )
         instance.start()
         self.instances[spec.name] = instance
         return spec.name
+
+    def owners(self, name: str) -> list[dict[str, Any]] | None:
+        return [] if name in self.instances else None
 
     def require(self, name: str) -> LocalInstance:
         try:
@@ -65,10 +104,18 @@ class LocalMiniClusters:
         return [self.status(name) for name in sorted(self.instances)]
 
     def wait(self, name: str, timeout: float | None) -> Status:
-        self.require(name).wait(timeout=timeout)
+        instance = self.require(name)
+        if instance.interactive:
+            instance.serve()  # up until a broker ends (or Ctrl-C)
+        else:
+            instance.wait(timeout=timeout)
         return self.status(name)
 
-    def logs(self, name: str) -> Iterator[str]:
+    def wait_ready(self, name: str) -> str:
+        """Until rank 0 takes connections; its FLUX_URI (for flux proxy)."""
+        return self.require(name).wait_ready()
+
+    def logs(self, name: str, *, follow: bool = False) -> Iterator[str]:
         return (line for line in self.require(name).lines())
 
     def scale(self, name: str, size: int) -> Status:

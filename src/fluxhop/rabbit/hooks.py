@@ -20,13 +20,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import ClusterError, NotOurs
 from fluxhop.flux.jobspec import Jobspec
 from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
 from fluxhop.rabbit.workflow import Workflow
-from fluxhop.workload import Root
+from fluxhop.workload.backend import Backend
 
 if TYPE_CHECKING:
     from fluxhop.client import Client
@@ -41,10 +40,10 @@ def _workflow(workflow: Workflow | Mapping[str, Any]) -> Workflow:
     return workflow if isinstance(workflow, Workflow) else Workflow.from_object(workflow)
 
 
-def _ops(client: Client, namespace: str) -> MiniClusters:
-    """The client's connection, in the Workflow's namespace (owner references
+def _backend(client: Client, namespace: str) -> Backend:
+    """The client's backend, in the Workflow's namespace (owner references
     cannot cross namespaces)."""
-    return MiniClusters(client.ops.kube.in_namespace(namespace), clock=client.ops.clock)
+    return client.backend.in_namespace(namespace)
 
 
 def on_setup(
@@ -78,7 +77,7 @@ def on_setup(
         workflow=flow,
         cxi_resource=cxi_resource,
     )
-    _ops(client, flow.namespace).create(
+    _backend(client, flow.namespace).create(
         spec, client.target, cluster_domain=client.cluster_domain, owners=[flow.owner_reference]
     )
     log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, owner.describe())
@@ -97,16 +96,15 @@ def tail(lines: Iterable[str], limit: int = LOG_LIMIT) -> str:
     return "".join(kept)[-limit:]
 
 
-def _owned_by(root: Root, flow: Workflow) -> bool:
-    references = root.obj["metadata"].get("ownerReferences") or []
+def _owned_by(references: list[dict[str, Any]], flow: Workflow) -> bool:
     return any(ref.get("kind") == "Workflow" and ref.get("uid") == flow.uid for ref in references)
 
 
-def _lead_log(ops: MiniClusters, root: Root) -> Iterator[str] | None:
+def _lead_log(backend: Backend, name: str) -> Iterator[str] | None:
     try:
-        return ops.logs(root)
+        return backend.logs(name)
     except ClusterError as err:
-        log.warning("no log kept for rabbit MiniCluster %s: %s", root.name, err)
+        log.warning("no log kept for rabbit MiniCluster %s: %s", name, err)
         return None
 
 
@@ -121,30 +119,30 @@ def on_teardown(
     The delete happens even when reading or saving the log fails.
     """
     flow = _workflow(workflow)
-    ops = _ops(client, flow.namespace)
+    backend = _backend(client, flow.namespace)
     try:
-        root = ops.find(flow.name)
+        references = backend.owners(flow.name)
     except NotOurs as err:
         log.warning("rabbit teardown of %s: %s", flow.name, err)
         return False
-    if root is None:
+    if references is None:
         return False
-    if not _owned_by(root, flow):
+    if not _owned_by(references, flow):
         log.warning(
             "rabbit teardown: MiniCluster %s was not created for this Workflow; leaving it alone",
             flow.name,
         )
         return False
     try:
-        lines = _lead_log(ops, root)
+        lines = _lead_log(backend, flow.name)
         if lines is not None:
             try:
                 text = tail(lines)
             except ClusterError as err:
-                log.warning("lost the log of rabbit MiniCluster %s: %s", root.name, err)
+                log.warning("lost the log of rabbit MiniCluster %s: %s", flow.name, err)
             else:
                 save_log(text)
     finally:
-        ops.delete_root(root)
+        backend.delete(flow.name)
     log.info("deleted rabbit MiniCluster %s/%s", flow.namespace, flow.name)
     return True
