@@ -7,10 +7,10 @@ import sys
 
 import click
 
+from fluxhop.cli.jobflags import JobFlags, job_options
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
-from fluxhop.cli.run import JobFlags, job_options
 from fluxhop.render.output import dump_yaml
 from fluxhop.workload import Status
 

@@ -10,7 +10,7 @@ import click
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN
-from fluxhop.cli.run import run_root
+from fluxhop.cli.session import run_root
 from fluxhop.documents import read_input
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.documents import pick

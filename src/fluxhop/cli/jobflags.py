@@ -1,0 +1,182 @@
+"""The job flags `run` and `create` share, in Flux's spellings (-N nodes, -n
+tasks, -c cores per task, -g GPUs per task), and the MiniCluster they make."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import click
+
+from fluxhop.cli.common import load_spec, target_option
+from fluxhop.cli.params import DOMAIN, KUBE_NAME
+from fluxhop.errors import InputError, SpecError
+from fluxhop.render.targets import Target
+from fluxhop.spec.flags import minicluster_from_flags, parse_env
+from fluxhop.spec.minicluster import MiniCluster
+
+__all__ = ["JOB_FLAGS", "JobFlags", "job_options", "spec_from_options"]
+
+
+def spec_from_options(
+    filename: str | None,
+    command: Sequence[str],
+    *,
+    nodes: int | None,
+    ntasks: int | None,
+    cores: int | None,
+    gpus: int | None,
+    image: str | None,
+    workdir: str | None,
+    env: Sequence[str],
+    name: str | None,
+    namespace: str | None,
+    max_size: int | None,
+    gpu_resource: str,
+) -> MiniCluster:
+    """One MiniCluster from either -f FILE or the job flags (not both)."""
+    if filename:
+        shaping = {
+            "-N": nodes,
+            "-n": ntasks,
+            "-c": cores,
+            "-g": gpus,
+            "--image": image,
+            "--workdir": workdir,
+            "--max-size": max_size,
+        }
+        given = [flag for flag, value in shaping.items() if value is not None] + (
+            ["--env"] if env else []
+        )
+        if command or given:
+            raise InputError(
+                f"-f takes the whole job from the file; drop {' '.join(given) or 'the command'}"
+            )
+        return load_spec(filename, name=name, namespace=namespace)
+    if not image:
+        raise InputError(
+            "--image is required (the container image that runs the command), or use -f FILE"
+        )
+    try:
+        return minicluster_from_flags(
+            list(command),
+            image=image,
+            nodes=1 if nodes is None else nodes,
+            tasks=ntasks,
+            cores_per_task=cores,
+            gpus_per_task=gpus,
+            gpu_resource=gpu_resource,
+            workdir=workdir,
+            env=parse_env(env),
+            name=name,
+            namespace=namespace or "default",
+            max_size=max_size,
+        )
+    except SpecError as err:
+        raise SpecError(_in_flag_terms(str(err))) from None
+
+
+# Where a field of the MiniCluster built from flags came from, so that an error
+# names the flag the user typed rather than a spec path they never wrote.
+_FLAG_OF = (
+    ("spec.containers[0].image", "--image"),
+    ("spec.containers[0].workingDir", "--workdir"),
+    ("spec.containers[0].environment", "--env"),
+    ("spec.containers[0].resources.limits", "--gpu-resource"),
+    ("spec.maxSize", "--max-size"),
+    ("spec.size", "-N/--nodes"),
+)
+
+
+def _in_flag_terms(message: str) -> str:
+    for path, flag in _FLAG_OF:
+        if message.startswith(path):
+            return flag + message[len(path) :]
+    return message
+
+
+@dataclass(frozen=True)
+class JobFlags:
+    """The job-shaping options that run and create share (see job_options)."""
+
+    filename: str | None
+    command: tuple[str, ...]
+    nodes: int | None
+    ntasks: int | None
+    cores: int | None
+    gpus: int | None
+    image: str | None
+    workdir: str | None
+    env: tuple[str, ...]
+    name: str | None
+    max_size: int | None
+    gpu_resource: str
+    target: Target
+    cluster_domain: str
+
+    def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
+        return spec_from_options(
+            self.filename,
+            self.command,
+            nodes=self.nodes,
+            ntasks=self.ntasks,
+            cores=self.cores,
+            gpus=self.gpus,
+            image=self.image or (None if self.filename else default_image),
+            workdir=self.workdir,
+            env=self.env,
+            name=self.name,
+            namespace=namespace,
+            max_size=self.max_size,
+            gpu_resource=self.gpu_resource,
+        )
+
+
+JOB_FLAGS = tuple(f.name for f in fields(JobFlags))
+
+
+def job_options(func: Callable[..., int]) -> Callable[..., int]:
+    """Add the job options; the command gets them as one ``job: JobFlags``."""
+    options = [
+        click.option("-f", "--filename", help="Run a MiniCluster file instead of a command."),
+        click.option("-N", "--nodes", type=int, help="Number of nodes (pods, Flux brokers)."),
+        click.option("-n", "--ntasks", type=int, help="Number of tasks (default: one per node)."),
+        click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
+        click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+        click.option("--image", help="Container image that runs the command."),
+        click.option("--workdir", help="Working directory of the command."),
+        click.option(
+            "--env", multiple=True, metavar="KEY=VALUE", help="Environment variable (repeatable)."
+        ),
+        click.option(
+            "--name", type=KUBE_NAME, help="MiniCluster name (default: a random adjective-noun)."
+        ),
+        click.option("--max-size", type=int, help="Allow scaling up to this many nodes."),
+        click.option(
+            "--gpu-resource",
+            default="nvidia.com/gpu",
+            show_default=True,
+            help="Extended resource name of the GPUs.",
+        ),
+        target_option(),
+        click.option(
+            "--cluster-domain",
+            type=DOMAIN,
+            default="cluster.local",
+            show_default=True,
+            help="The cluster's DNS domain.",
+        ),
+        click.argument("command", nargs=-1, type=click.UNPROCESSED),
+    ]
+
+    @functools.wraps(func)
+    def with_job(**kwargs: Any) -> int:
+        job = JobFlags(**{key: kwargs.pop(key) for key in JOB_FLAGS})
+        return func(job=job, **kwargs)
+
+    wrapped: Callable[..., int] = with_job
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped

@@ -1,0 +1,53 @@
+"""A created MiniCluster run to its end on a cluster: progress while the pods
+come up, rank 0's output streamed, its exit code returned, and everything
+deleted afterwards (also on Ctrl-C) unless it is to be kept. `run`, `create`'s
+callers and `trainer run` share it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from fluxhop.cli.progress import ProgressDisplay
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import interrupt_status
+from fluxhop.workload import Root
+
+__all__ = ["run_root"]
+
+
+def run_root(
+    name: str,
+    create: Callable[[], Root],
+    ops: MiniClusters,
+    *,
+    interactive: bool,
+    keep: bool,
+    timeout: float,
+) -> int:
+    """Run ``create``, then stream rank 0 and return its exit code (or, when
+    ``interactive``, wait until the pods run); delete unless ``keep``."""
+    root = None
+    with ProgressDisplay(name) as display:
+        try:
+            root = create()
+            if interactive:
+                ops.wait_ready(root, timeout=timeout, on_progress=display.update)
+                display.note(
+                    f"interactive MiniCluster {root.name} is up: fluxhop shell {root.name} "
+                    f"(or fluxhop proxy {root.name}); fluxhop delete {root.name} when done"
+                )
+                keep = True
+                return 0
+            lead = ops.wait_lead_started(root, timeout=timeout, on_progress=display.update)
+            display.stop()
+            for line in ops.kube.log(lead["metadata"]["name"], root.container, follow=True):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            return ops.wait_exit(root)
+        except KeyboardInterrupt as err:
+            display.note("interrupted" + ("" if keep else "; deleting the MiniCluster"))
+            return interrupt_status(err)
+        finally:
+            if root is not None and not keep:
+                ops.delete_root(root)
