@@ -13,6 +13,7 @@ import pytest
 from fluxhop.cli import app
 from fluxhop.errors import InputError
 from tests.conformance import REPO
+from tests.processes import default_signals
 
 
 def test_version(capsys):
@@ -101,6 +102,7 @@ def test_ctrl_c_while_starting_up_is_one_line(delay):
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        preexec_fn=default_signals,
     )
     assert process.stdin is not None and process.stdout is not None
     assert process.stdout.readline() == "ready\n"

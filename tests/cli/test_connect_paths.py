@@ -86,3 +86,15 @@ def test_the_trainer_path_is_not_fluxhops_own():
     root = Root("jobset", trainer_objects()[-1])
     assert shell_argv("kubectl", [], root, "p")[-1] == "/etc/flux-config/connect.sh"
     assert root.container == "node"
+
+
+@pytest.mark.parametrize("door", FRONT_DOORS)
+def test_the_root_records_what_later_verbs_need(door):
+    """No verb re-derives these: render wrote them on the root."""
+    target, objects = FRONT_DOORS[door]()
+    annotations = objects[-1]["metadata"]["annotations"]
+    for key in ("fluxhop.io/flux-root", "fluxhop.io/config-dir", "fluxhop.io/lead-container"):
+        assert annotations[key]
+    assert objects[-1]["metadata"]["labels"]["fluxhop.io/target"] == target
+    lead = annotations["fluxhop.io/lead-container"]
+    assert lead in [c["name"] for c in pod_of(objects[-1])["containers"]]

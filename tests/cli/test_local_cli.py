@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fluxhop.cli import main
+from tests.processes import default_signals
 
 LAUNCH = "import sys; from fluxhop.cli import main; sys.exit(main())"
 
@@ -68,6 +69,7 @@ def spawn(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
+        preexec_fn=default_signals,
     )
 
 

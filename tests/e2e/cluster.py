@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from tests.conformance import CONFORMANCE
+from tests.processes import default_signals
 
 PODSIM = Path(os.environ.get("FLUXHOP_PODSIM", CONFORMANCE.parent / "tools" / "podsim.py"))
 LOGS = Path("/tmp/podsim")
@@ -107,7 +108,11 @@ class Cluster:
 
     def start(self) -> Cluster:
         self.process = subprocess.Popen(
-            self._argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            self._argv(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=default_signals,  # stop() interrupts it with SIGINT
         )
         return self
 

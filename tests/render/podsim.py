@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.processes import default_signals
+
 FAKE_FLUX = textwrap.dedent(
     r'''
     #!/usr/bin/env python3
@@ -227,6 +229,7 @@ class Pod:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=default_signals,  # bash cannot trap a signal ignored at its start
         )
 
     def calls(self) -> list[dict[str, Any]]:

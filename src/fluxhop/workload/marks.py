@@ -72,6 +72,7 @@ def prepare(
         max_size=spec.spec.max_nodes,
         flux_root=spec.spec.flux.container.mount_path,
         config_dir=DEFAULT_PATHS.config_dir,
+        container=spec.name,  # render.pod names the Flux container after the MiniCluster
     )
 
 
