@@ -83,25 +83,14 @@ def wait_for(condition, process, timeout=20.0):
         time.sleep(0.05)
 
 
-def test_ctrl_c_stops_every_broker(fake_flux):
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_and_sigterm_stop_every_broker(fake_flux, sig, status):
     fake_flux.set(FAKE_SIZE=3)
     process = spawn("run", "--local", "-N", "3", "--", "sleep", "60")
     wait_for(lambda: any(c["argv"][0] == "run" for c in fake_flux.calls()), process)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     _out, err = process.communicate(timeout=30)
-    assert process.returncode == 130, err
-    assert "interrupted; stopping the brokers" in err
-    assert fake_flux.all_gone()
-    assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
-
-
-def test_sigterm_stops_every_broker_like_ctrl_c(fake_flux):
-    fake_flux.set(FAKE_SIZE=3)
-    process = spawn("run", "--local", "-N", "3", "--", "sleep", "60")
-    wait_for(lambda: any(c["argv"][0] == "run" for c in fake_flux.calls()), process)
-    process.send_signal(signal.SIGTERM)
-    _out, err = process.communicate(timeout=30)
-    assert process.returncode == 143, err
+    assert process.returncode == status, err
     assert err.splitlines()[-1] == "fluxhop: interrupted; stopping the brokers"
     assert "Traceback" not in err
     assert fake_flux.all_gone()

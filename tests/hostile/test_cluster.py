@@ -9,8 +9,8 @@ import base64
 import pytest
 import yaml
 
-from fluxhop.cli import main
 from tests.cluster.fixtures import SERVER
+from tests.hostile.lines import one_line
 
 NAMES = ["..", "../x", "A", "", "a/b", "x" * 300, "a b", "-x", "a.b", "%2e%2e", "a\nb"]
 VERBS = {
@@ -21,15 +21,6 @@ VERBS = {
     "shell": [],
     "proxy": ["true"],
 }
-
-
-def one_line(capsys, *args: str) -> tuple[int, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    err = captured.err
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert err.count("\n") == 1 and err.startswith("fluxhop: "), err
-    return code, err
 
 
 @pytest.mark.parametrize("verb", VERBS)

@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from fluxhop.cli import main
+from tests.hostile.lines import one_line
 from tests.trainer.conftest import EXAMPLES, documents
 
 IMAGE = ["--image", "ubuntu:noble"]
@@ -43,16 +43,6 @@ HOP_FLAGS: list[tuple[list[str], str]] = [
     (["--rabbits", "a", "--cxi-resource", "bad name"], "bad name"),
     (["--rabbits", "a", "--pull-secret", "Bad_Secret"], "Bad_Secret"),
 ]  # fmt: skip
-
-
-def one_line(capsys, *args: str) -> tuple[int, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    err = captured.err
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert err.count("\n") == 1 and err.startswith("fluxhop: "), err
-    assert captured.out == ""
-    return code, err
 
 
 @pytest.mark.parametrize("verb", ["run", "create"])

@@ -9,19 +9,11 @@ import json
 import pytest
 
 from fluxhop import Client
-from fluxhop.cli import main
 from fluxhop.errors import FluxhopError
 from tests.hostile.corpus import TEXTS, mutations
+from tests.hostile.lines import one_line
 
 MUTATIONS = mutations()
-
-
-def one_line(capsys, *args: str) -> tuple[int, str]:
-    code = main(list(args))
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert err.count("\n") == 1 and err.startswith("fluxhop: "), err
-    return code, err
 
 
 @pytest.mark.timeout(30)
