@@ -87,7 +87,7 @@ FLUXHOP = [sys.exec_prefix + "/bin/fluxhop"]
 # is ours, and no traceback may then show a frame of fluxhop's files.
 LAUNCHER = (
     "import sys; print('ready', flush=True); sys.stdin.readline(); "
-    "from fluxhop.cli import main; sys.exit(main(sys.argv[1:]))"
+    "from fluxhop.cli import main; sys.exit(main())"
 )
 
 

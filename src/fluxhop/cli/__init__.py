@@ -24,13 +24,25 @@ def _interrupted() -> int:
     return 130
 
 
+def _finished(code: int, argv: Sequence[str] | None) -> int:
+    """The command is done: a Ctrl-C now has nothing left to interrupt, and
+    while Python shuts down it would kill the process (its handler is gone)
+    and lose the exit status. Only for the real command line, not for callers
+    that pass ``argv`` (tests, embedding), whose process goes on."""
+    if argv is None:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxhop``."""
     try:
         from fluxhop.cli.app import main as run
     except KeyboardInterrupt:
         return _interrupted()
-    return run(argv)
+    return _finished(run(argv), argv)
 
 
 def flux_hop(argv: Sequence[str] | None = None) -> int:
@@ -39,4 +51,4 @@ def flux_hop(argv: Sequence[str] | None = None) -> int:
         from fluxhop.cli.app import flux_hop as run
     except KeyboardInterrupt:
         return _interrupted()
-    return run(argv)
+    return _finished(run(argv), argv)
