@@ -22,7 +22,7 @@ from tests.cluster.fakeapi import FakeAPIServer
 from tests.cluster.fixtures import write_kubeconfig
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.minicluster import MiniClusters
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.spec.flags import minicluster_from_flags
 
 
