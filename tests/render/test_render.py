@@ -346,3 +346,12 @@ def test_config_map_stays_small_at_ten_thousand_nodes():
     assert size <= 16 * 1024
     r = ResourceSet.from_json(config["data"]["R"])
     assert r.nnodes == 10_000 and r.nodelist[-1] == "big-9999"
+
+
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_broker_pods_get_no_service_account_token_unless_asked(target):
+    """They never call the API server (a token there is only something to steal)."""
+    assert pod_spec(render(spec_of(), target, cert=CERT))["automountServiceAccountToken"] is False
+    asked = spec_of(pod={"serviceAccountName": "runner", "automountServiceAccountToken": True})
+    pod = pod_spec(render(asked, target, cert=CERT))
+    assert pod["automountServiceAccountToken"] is True and pod["serviceAccountName"] == "runner"

@@ -282,7 +282,12 @@ def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) ->
         body["imagePullSecrets"] = [{"name": s} for s in secrets]
     optional = {
         "serviceAccountName": pod.service_account_name,
-        "automountServiceAccountToken": pod.automount_service_account_token,
+        # Brokers never call the API server: no token unless the spec asks for one.
+        "automountServiceAccountToken": (
+            False
+            if pod.automount_service_account_token is None
+            else pod.automount_service_account_token
+        ),
         "schedulerName": pod.scheduler_name,
         "runtimeClassName": pod.runtime_class_name,
         "dnsPolicy": pod.dns_policy,
