@@ -39,6 +39,11 @@ class Verb(NamedTuple):
 
 
 VERBS: dict[str, Verb] = {
+    "completion": Verb(
+        "fluxhop.cli.completion",
+        "completion_command",
+        "Print the shell completion script for bash, zsh or fish.",
+    ),
     "create": Verb(
         "fluxhop.cli.cluster",
         "create_command",
