@@ -89,7 +89,7 @@ _REFUSED_TAGS = {
 class _Constructor(yaml.constructor.SafeConstructor):
     """Kubernetes' idea of values: JSON's types, timestamps kept as text."""
 
-    def construct_timestamp(self, node: ScalarNode) -> str:  # type: ignore[override]
+    def construct_timestamp(self, node: ScalarNode) -> str:
         return str(node.value)  # the API server keeps 2024-01-01 a string
 
     def refuse(self, node: Node) -> Any:
@@ -131,22 +131,28 @@ def _key_text(key: Any, node: Node) -> str:
     )
 
 
-_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_timestamp)
+# types-PyYAML types add_constructor for loader classes, not constructor
+# mixins like this one; the call is PyYAML's documented way all the same.
+_Constructor.add_constructor(  # type: ignore[type-var]
+    "tag:yaml.org,2002:timestamp", _Constructor.construct_timestamp
+)
 for _tag in _REFUSED_TAGS:
-    _Constructor.add_constructor(_tag, _Constructor.refuse)
+    _Constructor.add_constructor(_tag, _Constructor.refuse)  # type: ignore[type-var]
 
 # libyaml's parser where PyYAML has it (its wheels do): fast on hostile text
 # (PyYAML's own scanner is quadratic in flow nesting) and it stops nesting at
 # 1000 levels itself; the rest of the limits are checked on the node graph.
 try:
-    from yaml.cyaml import CParser as _Parser
+    from yaml._yaml import CParser as _Parser
+
+    LIBYAML = True
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _Parser = None
+    LIBYAML = False
 
 
-if _Parser is not None:
+if LIBYAML:
 
-    class _Loader(_Parser, _Constructor, yaml.resolver.Resolver):  # type: ignore[misc]
+    class _Loader(_Parser, _Constructor, yaml.resolver.Resolver):
         def __init__(self, stream: str) -> None:
             _Parser.__init__(self, stream)
             _Constructor.__init__(self)
@@ -154,7 +160,7 @@ if _Parser is not None:
 
 else:  # pragma: no cover - PyYAML without libyaml
 
-    class _Loader(  # type: ignore[no-redef]
+    class _Loader(  # type: ignore[no-redef]  # the same name, without libyaml
         yaml.reader.Reader,
         yaml.scanner.Scanner,
         yaml.parser.Parser,
