@@ -333,17 +333,24 @@ def test_ctrl_c_during_the_root_apply_undoes_it(fake, ops, monkeypatch):
     assert fake.objects() == []
 
 
-def test_undo_leaves_a_root_that_is_not_ours(fake, ops, monkeypatch):
-    """If someone else's Job holds the name when the undo looks, it stays."""
-    fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="hang")
+def undo_looks_find(ops, monkeypatch, answer) -> list:
+    """The first GET (is the name free?) goes to the server; the undo's later
+    ones get ``answer(name)`` instead. Returns the list of looks."""
     original = ops.kube.get
     looks = []
 
     def get(kind_name, name):
         looks.append(kind_name)
-        return original(kind_name, name) if len(looks) == 1 else foreign_job(name)
+        return original(kind_name, name) if len(looks) == 1 else answer(name)
 
     monkeypatch.setattr(ops.kube, "get", get)
+    return looks
+
+
+def test_undo_leaves_a_root_that_is_not_ours(fake, ops, monkeypatch):
+    """If someone else's Job holds the name when the undo looks, it stays."""
+    fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="hang")
+    looks = undo_looks_find(ops, monkeypatch, foreign_job)
     with pytest.raises(Unreachable):
         ops.create(spec())
     assert len(looks) == 2 and fake.seen("DELETE") == []
@@ -351,16 +358,11 @@ def test_undo_leaves_a_root_that_is_not_ours(fake, ops, monkeypatch):
 
 def test_an_undo_that_cannot_reach_the_server_says_what_may_be_left(fake, ops, monkeypatch):
     fake.fail("PATCH", "/jobs/demo", 0, times=10, mode="lost")
-    original = ops.kube.get
-    looks = []
 
-    def get(kind_name, name):
-        looks.append(kind_name)
-        if len(looks) > 1:
-            raise Unreachable(f"cannot reach the Kubernetes API at {SERVER}: timed out")
-        return original(kind_name, name)
+    def unreachable(name):
+        raise Unreachable(f"cannot reach the Kubernetes API at {SERVER}: timed out")
 
-    monkeypatch.setattr(ops.kube, "get", get)
+    undo_looks_find(ops, monkeypatch, unreachable)
     with pytest.raises(Unreachable) as info:
         ops.create(spec())
     message = str(info.value)

@@ -35,6 +35,16 @@ def _put(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
+# Fields of spec.flux the Flux Operator's resource never gets, and why.
+_LEFT_OUT = {
+    # a secret key belongs in a Secret only, never in a resource anyone who may
+    # read MiniClusters can read
+    "curveCert": "its secret key would be readable there; the Flux Operator generates "
+    "its own certificate",
+    "networkDevice": "it is a fluxhop extension the Flux Operator does not know",
+}
+
+
 def _document(spec: MiniCluster) -> dict[str, Any]:
     doc = spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
     doc.setdefault("spec", {})["size"] = spec.spec.size  # explicit even when it is the default
@@ -80,22 +90,13 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
             if isinstance(container.get("command"), list):
                 container["command"] = shlex.join(container["command"])
     flux = body.get("flux") or {}
-    if flux.pop("curveCert", None) is not None:
-        # A secret key belongs in a Secret only, never in a resource anyone who may
-        # read MiniClusters can read; the Flux Operator makes a key of its own.
-        warnings.warn(
-            "spec.flux.curveCert is not copied into the MiniCluster resource (its secret key "
-            "would be readable there); the Flux Operator generates its own certificate",
-            FluxhopWarning,
-            stacklevel=2,
-        )
-    if flux.pop("networkDevice", None) is not None:
-        warnings.warn(
-            "spec.flux.networkDevice is a fluxhop extension the Flux Operator does not know; "
-            "it is left out of the MiniCluster resource",
-            FluxhopWarning,
-            stacklevel=2,
-        )
+    for field, why in _LEFT_OUT.items():
+        if flux.pop(field, None) is not None:
+            warnings.warn(
+                f"spec.flux.{field} is not copied into the MiniCluster resource: {why}",
+                FluxhopWarning,
+                stacklevel=2,
+            )
     if "flux" in body and not flux:
         del body["flux"]
     _job_shape(spec, body)
