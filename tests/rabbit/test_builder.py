@@ -100,6 +100,7 @@ def test_security_context_uses_the_owners_uid_and_gid():
         "runAsNonRoot": True,
         "fsGroup": GID,
         "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
     }
     app = template["containers"][0]
     assert app["securityContext"] == {

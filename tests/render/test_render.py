@@ -291,9 +291,9 @@ def test_non_root_pods_get_an_fs_group_for_the_secret():
         {"runAsUser": 1000, "runAsGroup": 1001}
     )
     context = pod_spec(render(spec, cert=CERT))["securityContext"]
-    assert context == {"fsGroup": 1001}
-    root = pod_spec(render(spec_of(), cert=CERT))
-    assert "securityContext" not in root
+    assert context == {"fsGroup": 1001, "seccompProfile": {"type": "RuntimeDefault"}}
+    root = pod_spec(render(spec_of(), cert=CERT))["securityContext"]
+    assert "fsGroup" not in root
 
 
 def test_shm_is_a_writable_memory_volume():

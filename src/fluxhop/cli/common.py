@@ -11,13 +11,22 @@ from fluxhop.errors import SpecError
 from fluxhop.render.output import dump_json, dump_yaml
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.placement import Placement, place
 
 __all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
 
 
-def load_spec(path: str, *, name: str | None = None, namespace: str | None = None) -> MiniCluster:
-    """Read a MiniCluster file (``-`` for stdin); flags override its name/namespace."""
-    spec = MiniCluster.from_yaml(read_input(path))
+def load_spec(
+    path: str,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    placement: Placement | None = None,
+) -> MiniCluster:
+    """Read a MiniCluster file (``-`` for stdin); flags override its
+    name/namespace and write the placement flags' fields in."""
+    adjust = (lambda doc: place(doc, placement)) if placement and placement.given() else None
+    spec = MiniCluster.from_yaml(read_input(path), adjust)
     if not name and spec.metadata.name is None:
         # as kubectl: a manifest names its object (a random name on every
         # render would create a new MiniCluster each time)

@@ -16,8 +16,9 @@ from fluxhop.errors import InputError, SpecError
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.placement import PULL_POLICIES, SECURITY_PROFILES, Placement
 
-__all__ = ["JOB_FLAGS", "JobFlags", "job_options", "spec_from_options"]
+__all__ = ["JOB_FLAGS", "JobFlags", "job_options", "placement_options", "spec_from_options"]
 
 
 def spec_from_options(
@@ -35,8 +36,11 @@ def spec_from_options(
     namespace: str | None,
     max_size: int | None,
     gpu_resource: str,
+    flux_in_image: bool = False,
+    placement: Placement | None = None,
 ) -> MiniCluster:
-    """One MiniCluster from either -f FILE or the job flags (not both)."""
+    """One MiniCluster from either -f FILE or the job flags (not both); the
+    placement flags apply to either."""
     if filename:
         shaping = {
             "-N": nodes,
@@ -46,6 +50,7 @@ def spec_from_options(
             "--image": image,
             "--workdir": workdir,
             "--max-size": max_size,
+            "--flux-in-image": flux_in_image or None,
         }
         given = [flag for flag, value in shaping.items() if value is not None] + (
             ["--env"] if env else []
@@ -54,7 +59,7 @@ def spec_from_options(
             raise InputError(
                 f"-f takes the whole job from the file; drop {' '.join(given) or 'the command'}"
             )
-        return load_spec(filename, name=name, namespace=namespace)
+        return load_spec(filename, name=name, namespace=namespace, placement=placement)
     if not image:
         raise InputError(
             "--image is required (the container image that runs the command), or use -f FILE"
@@ -73,6 +78,8 @@ def spec_from_options(
             name=name,
             namespace=namespace or "default",
             max_size=max_size,
+            flux_in_image=flux_in_image,
+            placement=placement,
         )
     except SpecError as err:
         raise SpecError(_in_flag_terms(str(err))) from None
@@ -87,6 +94,7 @@ _FLAG_OF = (
     ("spec.containers[0].resources.limits", "--gpu-resource"),
     ("spec.maxSize", "--max-size"),
     ("spec.size", "-N/--nodes"),
+    ("spec: pod.securityProfile", "--security"),
 )
 
 
@@ -115,6 +123,8 @@ class JobFlags:
     gpu_resource: str
     target: Target
     cluster_domain: str
+    flux_in_image: bool
+    placement: Placement
 
     def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
         return spec_from_options(
@@ -131,10 +141,74 @@ class JobFlags:
             namespace=namespace,
             max_size=self.max_size,
             gpu_resource=self.gpu_resource,
+            flux_in_image=self.flux_in_image,
+            placement=self.placement,
         )
 
 
-JOB_FLAGS = tuple(f.name for f in fields(JobFlags))
+PLACEMENT_FLAGS = tuple(f.name for f in fields(Placement))
+JOB_FLAGS = tuple(f.name for f in fields(JobFlags) if f.name != "placement")
+
+
+def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """Where the pods run on a shared cluster (spec/placement.py: each flag is
+    the MiniCluster field a file would set)."""
+    return [
+        click.option(
+            "--queue",
+            metavar="NAME",
+            help="Kueue LocalQueue: the Job is created suspended for Kueue to admit.",
+        ),
+        click.option(
+            "--priority-class",
+            metavar="NAME",
+            help="PriorityClass of the pods (Kueue reads it too).",
+        ),
+        click.option(
+            "--topology",
+            metavar="[required:|preferred:]LEVEL",
+            help="Keep the pods in one domain of the node label LEVEL (e.g. "
+            "cloud.google.com/gke-nodepool): Kueue topology-aware scheduling with --queue, "
+            "pod affinity otherwise; preferred by default.",
+        ),
+        click.option(
+            "--node-selector",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Run only on nodes with this label (repeatable).",
+        ),
+        click.option(
+            "--toleration",
+            "tolerations",
+            multiple=True,
+            metavar="KEY[=VALUE]:EFFECT",
+            help="Tolerate a taint (repeatable); EFFECT is NoSchedule, PreferNoSchedule or NoExecute.",
+        ),
+        click.option(
+            "--memory", metavar="QTY", help="Memory per node (pod request and limit), e.g. 16Gi."
+        ),
+        click.option(
+            "--cpu", metavar="QTY", help="CPU request per node, e.g. 8 (overrides what -c implies)."
+        ),
+        click.option(
+            "--pods-per-node",
+            type=int,
+            metavar="N",
+            help="1: one broker per node, required (exclusive nodes); N: spread evenly, "
+            "at most N more on one node than on another.",
+        ),
+        click.option("--service-account", metavar="NAME", help="ServiceAccount of the pods."),
+        click.option("--image-pull-secret", metavar="NAME", help="Secret to pull the image with."),
+        click.option(
+            "--pull-policy", type=click.Choice(PULL_POLICIES), help="The image's pull policy."
+        ),
+        click.option(
+            "--security",
+            type=click.Choice(SECURITY_PROFILES),
+            help="Pod security profile: restricted passes the Pod Security Standards "
+            "restricted level (needs --flux-in-image).",
+        ),
+    ]
 
 
 def job_options(func: Callable[..., int]) -> Callable[..., int]:
@@ -160,6 +234,12 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
             show_default=True,
             help="Extended resource name of the GPUs.",
         ),
+        click.option(
+            "--flux-in-image",
+            is_flag=True,
+            help="The image has Flux installed: no Flux view init container.",
+        ),
+        *placement_options(),
         target_option(),
         click.option(
             "--cluster-domain",
@@ -173,7 +253,14 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
 
     @functools.wraps(func)
     def with_job(**kwargs: Any) -> int:
-        job = JobFlags(**{key: kwargs.pop(key) for key in JOB_FLAGS})
+        placement = Placement(
+            **{
+                key: tuple(value) if isinstance(value, (list, tuple)) else value
+                for key in PLACEMENT_FLAGS
+                for value in [kwargs.pop(key)]
+            }
+        )
+        job = JobFlags(**{key: kwargs.pop(key) for key in JOB_FLAGS}, placement=placement)
         return func(job=job, **kwargs)
 
     wrapped: Callable[..., int] = with_job

@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from fluxhop.render.bundle import Bundle
-from fluxhop.render.objects import metadata
+from fluxhop.render.objects import metadata, workload_labels
 from fluxhop.render.pod import pod_template
+from fluxhop.spec.kueue import queue_of
 from fluxhop.spec.minicluster import MiniCluster
 
-__all__ = ["indexed_job", "job_spec"]
+__all__ = ["indexed_job", "job_spec", "suspended"]
+
+
+def suspended(spec: MiniCluster) -> dict[str, Any]:
+    """``suspend: true`` for a queued MiniCluster: Kueue admits a workload by
+    unsuspending it, all pods at once (the Job's parallelism is one pod set)."""
+    return {"suspend": True} if queue_of(spec) else {}
 
 
 def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
@@ -50,6 +57,9 @@ def indexed_job(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": metadata(spec, spec.name, spec.spec.job_labels),
-        "spec": job_spec(spec, bundle, subdomain=spec.headless_name),
+        "metadata": metadata(spec, spec.name, workload_labels(spec)),
+        "spec": {
+            **suspended(spec),
+            **job_spec(spec, bundle, subdomain=spec.headless_name),
+        },
     }

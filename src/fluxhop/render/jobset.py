@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from fluxhop.render.bundle import Bundle
-from fluxhop.render.job import job_spec
-from fluxhop.render.objects import metadata
+from fluxhop.render.job import job_spec, suspended
+from fluxhop.render.objects import metadata, workload_labels
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["REPLICATED_JOB", "host_prefix", "jobset"]
@@ -25,6 +25,7 @@ def host_prefix(name: str) -> str:
 
 def jobset(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     body: dict[str, Any] = {
+        **suspended(spec),
         "network": {
             "enableDNSHostnames": True,
             "subdomain": spec.headless_name,
@@ -45,6 +46,6 @@ def jobset(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": metadata(spec, spec.name, spec.spec.job_labels),
+        "metadata": metadata(spec, spec.name, workload_labels(spec)),
         "spec": body,
     }

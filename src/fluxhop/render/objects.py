@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fluxhop.render.bundle import BROKER_PORT, Bundle
+from fluxhop.spec.kueue import KUEUE_PREFIX
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "metadata",
     "network_policy",
     "owner_reference",
+    "workload_labels",
 ]
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -29,8 +31,20 @@ MINICLUSTER_LABEL = "fluxhop.io/minicluster"
 
 
 def common_labels(spec: MiniCluster) -> dict[str, str]:
-    """Labels on every object fluxhop renders (user labels first, ours win)."""
-    return {**spec.metadata.labels, MANAGED_BY: "fluxhop", MINICLUSTER_LABEL: spec.name}
+    """Labels on every object fluxhop renders (user labels first, ours win).
+
+    Kueue's labels (the queue name, a workload priority class) are left to the
+    workload itself (workload_labels): on a pod, Kueue's pod integration would
+    take each broker for a workload of its own."""
+    users = {k: v for k, v in spec.metadata.labels.items() if not k.startswith(KUEUE_PREFIX)}
+    return {**users, MANAGED_BY: "fluxhop", MINICLUSTER_LABEL: spec.name}
+
+
+def workload_labels(spec: MiniCluster) -> dict[str, str]:
+    """Labels of the Job or JobSet: spec.jobLabels, and Kueue's from the
+    MiniCluster's own labels (``kueue.x-k8s.io/queue-name``...)."""
+    kueue = {k: v for k, v in spec.metadata.labels.items() if k.startswith(KUEUE_PREFIX)}
+    return {**kueue, **spec.spec.job_labels}
 
 
 def selector(spec: MiniCluster) -> dict[str, str]:

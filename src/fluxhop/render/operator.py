@@ -18,7 +18,9 @@ from typing import Any
 
 from fluxhop.errors import FluxhopWarning
 from fluxhop.render.objects import common_labels
+from fluxhop.spec.kueue import queue_of
 from fluxhop.spec.minicluster import API_VERSION, MiniCluster
+from fluxhop.spec.pod import EXTENSIONS as POD_EXTENSIONS
 
 __all__ = ["minicluster_resource"]
 
@@ -35,14 +37,40 @@ def _put(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-# Fields of spec.flux the Flux Operator's resource never gets, and why.
+_EXTENSION = "it is a fluxhop extension the Flux Operator does not know"
+# Fields of the spec the Flux Operator's resource never gets, and why.
 _LEFT_OUT = {
     # a secret key belongs in a Secret only, never in a resource anyone who may
     # read MiniClusters can read
-    "curveCert": "its secret key would be readable there; the Flux Operator generates "
-    "its own certificate",
-    "networkDevice": "it is a fluxhop extension the Flux Operator does not know",
+    ("flux", "curveCert"): "its secret key would be readable there; the Flux Operator "
+    "generates its own certificate",
+    ("flux", "networkDevice"): _EXTENSION,
+    **{("pod", field): _EXTENSION for field in POD_EXTENSIONS},
 }
+
+
+def _leave_out(body: dict[str, Any]) -> None:
+    for (section, field), why in _LEFT_OUT.items():
+        part = body.get(section) or {}
+        if part.pop(field, None) is not None:
+            warnings.warn(
+                f"spec.{section}.{field} is not copied into the MiniCluster resource: {why}",
+                FluxhopWarning,
+                stacklevel=3,
+            )
+        if section in body and not part:
+            del body[section]
+
+
+def _queue(spec: MiniCluster) -> None:
+    queue = queue_of(spec)
+    if queue:
+        warnings.warn(
+            f"queue {queue}: Kueue does not manage the Flux Operator's MiniCluster resource, so "
+            "it is not queued; use --target job or jobset to go through Kueue",
+            FluxhopWarning,
+            stacklevel=3,
+        )
 
 
 def _document(spec: MiniCluster) -> dict[str, Any]:
@@ -89,16 +117,8 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
         for container in body.get(group, []):
             if isinstance(container.get("command"), list):
                 container["command"] = shlex.join(container["command"])
-    flux = body.get("flux") or {}
-    for field, why in _LEFT_OUT.items():
-        if flux.pop(field, None) is not None:
-            warnings.warn(
-                f"spec.flux.{field} is not copied into the MiniCluster resource: {why}",
-                FluxhopWarning,
-                stacklevel=2,
-            )
-    if "flux" in body and not flux:
-        del body["flux"]
+    _leave_out(body)
+    _queue(spec)
     _job_shape(spec, body)
     meta: dict[str, Any] = {
         "name": spec.name,

@@ -7,12 +7,17 @@ from typing import Any
 from fluxhop.errors import SpecError
 from fluxhop.render.bundle import BROKER_PORT, Bundle, k8s_escape
 from fluxhop.render.objects import (
-    MINICLUSTER_LABEL,
     common_labels,
     config_map_name,
     curve_secret_name,
 )
+from fluxhop.render.placement import affinity, spread
 from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR
+from fluxhop.render.security import (
+    cma_environment,
+    container_security_context,
+    pod_security_context,
+)
 from fluxhop.spec.minicluster import Container, ContainerVolume, MiniCluster
 
 __all__ = ["pod_template"]
@@ -108,7 +113,7 @@ def _lifecycle(container: Container) -> dict[str, Any] | None:
     return hooks or None
 
 
-def _container_common(container: Container) -> dict[str, Any]:
+def _container_common(spec: MiniCluster, container: Container) -> dict[str, Any]:
     out: dict[str, Any] = {"image": container.image}
     policy = container.pull_policy()
     if policy:
@@ -118,8 +123,9 @@ def _container_common(container: Container) -> dict[str, Any]:
     resources = _resources(container)
     if resources:
         out["resources"] = resources
-    if container.security_context:
-        out["securityContext"] = container.security_context.wire()
+    security = container_security_context(spec, container.security_context)
+    if security:
+        out["securityContext"] = security
     lifecycle = _lifecycle(container)
     if lifecycle:
         out["lifecycle"] = lifecycle
@@ -128,11 +134,11 @@ def _container_common(container: Container) -> dict[str, Any]:
 
 def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     lead = spec.spec.flux_container
-    out = {"name": spec.name, **_container_common(lead)}
+    out = {"name": spec.name, **_container_common(spec, lead)}
     out["command"] = ["/bin/bash", f"{CONFIG_DIR}/entrypoint.sh"]
     if bundle.container_args:
         out["args"] = list(bundle.container_args)
-    env = _env(lead, dict(spec.spec.flux.environment))
+    env = _env(lead, {**cma_environment(spec), **spec.spec.flux.environment})
     if env:
         out["env"] = env
     ports = [{"name": "flux-broker", "containerPort": BROKER_PORT, "protocol": "TCP"}]
@@ -148,7 +154,7 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
 
 
 def _sidecar(spec: MiniCluster, container: Container) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": container.name, **_container_common(container)}
+    out: dict[str, Any] = {"name": container.name, **_container_common(spec, container)}
     if container.command:
         out["command"] = [k8s_escape(word) for word in container.command]
     env = _env(container, {})
@@ -175,8 +181,9 @@ def _init_container(spec: MiniCluster) -> dict[str, Any]:
     requests = {k: str(v) for k, v in view.resources.requests.items()}
     if limits or requests:
         out["resources"] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
-    if view.security_context:
-        out["securityContext"] = view.security_context.wire()
+    security = container_security_context(spec, view.security_context)
+    if security:
+        out["securityContext"] = security
     return out
 
 
@@ -214,52 +221,6 @@ def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
     return volumes
 
 
-def _affinity(spec: MiniCluster) -> dict[str, Any] | None:
-    pod = spec.spec.pod
-    affinity: dict[str, Any] = {}
-    if not spec.spec.network.disable_affinity:
-        # Soft rules, as the Flux Operator sets them: one zone, one pod per node.
-        def preferred(topology_key: str) -> dict[str, Any]:
-            term = {
-                "labelSelector": {"matchLabels": {MINICLUSTER_LABEL: spec.name}},
-                "topologyKey": topology_key,
-            }
-            return {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 100, "podAffinityTerm": term}
-                ]
-            }
-
-        affinity["podAffinity"] = preferred("topology.kubernetes.io/zone")
-        affinity["podAntiAffinity"] = preferred("kubernetes.io/hostname")
-    if pod.node_affinity:
-        expressions = [
-            {"key": key, "operator": "In", "values": list(values)}
-            for key, values in pod.node_affinity.items()
-        ]
-        affinity["nodeAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": expressions}]
-            }
-        }
-    return affinity or None
-
-
-def _security_context(spec: MiniCluster) -> dict[str, Any] | None:
-    """The pod security context; a non-root pod gets an fsGroup so that its
-    user can read the CURVE Secret (mounted 0400, group-readable via fsGroup)."""
-    pod = spec.spec.pod.security_context
-    context = pod.wire() if pod else {}
-    lead = spec.spec.flux_container.security_context
-    user = lead.run_as_user if lead and lead.run_as_user is not None else context.get("runAsUser")
-    group = (
-        lead.run_as_group if lead and lead.run_as_group is not None else context.get("runAsGroup")
-    )
-    if user not in (None, 0) and "fsGroup" not in context:
-        context["fsGroup"] = group if group not in (None, 0) else user
-    return context or None
-
-
 def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
     """The pod template; ``subdomain`` is None when the workload sets it (JobSet)."""
     pod = spec.spec.pod
@@ -294,8 +255,10 @@ def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) ->
         "nodeSelector": dict(pod.node_selector) or None,
         "tolerations": [t.model_dump(by_alias=True, exclude_none=True) for t in pod.tolerations]
         or None,
-        "affinity": _affinity(spec),
-        "securityContext": _security_context(spec),
+        "priorityClassName": pod.priority_class_name,
+        "affinity": affinity(spec),
+        "topologySpreadConstraints": spread(spec),
+        "securityContext": pod_security_context(spec),
         "hostIPC": pod.host_ipc or None,
         "hostPID": pod.host_pid or None,
         "shareProcessNamespace": spec.spec.share_process_namespace or None,

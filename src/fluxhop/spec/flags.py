@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from fluxhop.errors import SpecError
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
+from fluxhop.spec.placement import Placement, place
 from fluxhop.spec.rules import MAX_NODES
 
 __all__ = ["minicluster_from_flags", "parse_env"]
@@ -48,6 +49,7 @@ def minicluster_from_flags(
     flux_in_image: bool = False,
     queue_policy: str | None = None,
     extra_flux_args: Sequence[str] = (),
+    placement: Placement | None = None,
 ) -> MiniCluster:
     if nodes < 1:
         raise SpecError(f"-N/--nodes must be 1 or more, not {nodes}")
@@ -103,11 +105,10 @@ def minicluster_from_flags(
         spec["maxSize"] = max_size
     if flux:
         spec["flux"] = flux
-    return MiniCluster.from_dict(
-        {
-            "apiVersion": "flux-framework.org/v1alpha2",
-            "kind": "MiniCluster",
-            "metadata": {"name": name or random_name(), "namespace": namespace},
-            "spec": spec,
-        }
-    )
+    document: dict[str, object] = {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": name or random_name(), "namespace": namespace},
+        "spec": spec,
+    }
+    return MiniCluster.from_dict(place(document, placement) if placement else document)

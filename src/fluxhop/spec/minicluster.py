@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
@@ -55,6 +56,7 @@ from fluxhop.spec.names import check_dns_label, dns_label_problem
 from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
 from fluxhop.spec.rules import MAX_NODES, Labels, QualifiedName
 from fluxhop.spec.screen import screen, spec_error
+from fluxhop.spec.security import restricted_problem
 
 __all__ = [
     "API_VERSION",
@@ -135,6 +137,10 @@ class MiniClusterSpec(Model):
         lead = flux_containers[0]
         if lead.command and lead.commands.script:
             raise ValueError("set either command or commands.script, not both")
+        if self.pod.security_profile == "restricted":
+            problem = restricted_problem(self)
+            if problem:
+                raise ValueError(problem)
         return self
 
     @property
@@ -289,15 +295,21 @@ class MiniCluster(Model):
         return clone
 
     @classmethod
-    def from_yaml(cls, text: str) -> MiniCluster:
-        """Load a MiniCluster manifest (one YAML document)."""
+    def from_yaml(
+        cls, text: str, adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    ) -> MiniCluster:
+        """Load a MiniCluster manifest (one YAML document); ``adjust`` may change
+        the document (e.g. CLI flags write their fields in) before it is checked."""
         try:
             documents = load_all(text, "the MiniCluster")
         except InputError as err:
             raise SpecError(str(err)) from None
         if len(documents) != 1:
             raise SpecError(f"expected one MiniCluster document, found {len(documents)}")
-        return cls.from_dict(documents[0])
+        document = documents[0]
+        if adjust is not None and isinstance(document, dict):
+            document = adjust(document)
+        return cls.from_dict(document)
 
     def to_dict(self) -> dict[str, Any]:
         """The document in wire form (camelCase) for display, without defaulted

@@ -13,7 +13,11 @@ from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
 from fluxhop.spec.rules import DnsSubdomain, Id, Labels, LabelValue, QualifiedName
 
-__all__ = ["Network", "PodSecurityContext", "PodSpec", "Toleration"]
+__all__ = ["EXTENSIONS", "Network", "PodSecurityContext", "PodSpec", "Toleration"]
+
+# spec.pod fields fluxhop adds to the Flux Operator's (its CRD has no place for
+# them): the minicluster target leaves them out and says so.
+EXTENSIONS = ("priorityClassName", "podsPerNode", "securityProfile")
 
 
 class PodSecurityContext(Model):
@@ -66,6 +70,10 @@ class PodSpec(Model):
     dns_policy: str | None = None
     host_ipc: bool = Field(False, alias="hostIPC")
     host_pid: bool = Field(False, alias="hostPID")
+    # fluxhop extensions (EXTENSIONS above)
+    priority_class_name: DnsSubdomain | None = None
+    pods_per_node: int | None = Field(None, ge=1)  # 1: one broker per node, required
+    security_profile: Literal["restricted"] | None = None  # Pod Security Standards level
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "restartPolicy": "fluxhop restarts brokers inside the pod and fails the Job on a failed job"
         + OPERATOR,
