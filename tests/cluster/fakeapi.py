@@ -59,8 +59,14 @@ RESOURCES = {
         "trainer.kubeflow.org/v1alpha1",
         "TrainJob",
     ),
+    ("apis/kueue.x-k8s.io/v1beta1", "workloads"): ("kueue.x-k8s.io/v1beta1", "Workload"),
 }
-CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob"}
+# Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
+# served only with crds=... including it, and only written by tests acting as
+# Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
+# serves it read-only to clients.
+CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload"}
+DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
 )
@@ -220,7 +226,7 @@ class FakeAPIServer:
         self.requests: list[Seen] = []
         self.faults: list[Fault] = []
         self.drop_watch_after: int | None = None
-        self.crds = CRD_KINDS if crds is None else crds
+        self.crds = DEFAULT_CRDS if crds is None else crds
         self.runner = runner
         self.schedulable = True
         self.step_delay = 0.005
@@ -651,12 +657,18 @@ class FakeAPIServer:
         job (replicas 1), pods labelled as JobSet labels them, and the JobSet
         done when every child is (failed when one fails)."""
         name = jobset["metadata"]["name"]
+        suspend = bool(jobset["spec"].get("suspend"))
         children = []
         for replicated in jobset["spec"]["replicatedJobs"]:
             child_name = f"{name}-{replicated['name']}-0"
             child = self.store.get(("Job", namespace, child_name))
+            if child is not None and bool(child["spec"].get("suspend")) != suspend:
+                child["spec"]["suspend"] = suspend  # the JobSet controller passes it on
+                self._bump("MODIFIED", "Job", namespace, child)
             if child is None:
                 spec = copy.deepcopy(replicated["template"]["spec"])
+                if suspend:
+                    spec["suspend"] = True
                 labels = spec["template"].setdefault("metadata", {}).setdefault("labels", {})
                 labels["jobset.sigs.k8s.io/jobset-name"] = name
                 labels["jobset.sigs.k8s.io/replicatedjob-name"] = replicated["name"]

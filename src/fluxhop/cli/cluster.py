@@ -64,8 +64,10 @@ def create_command(
     spec = job.spec(namespace)
     ops = connect(kubeconfig, context, namespace)
     root = ops.create(spec, job.target, cluster_domain=job.cluster_domain)
+    queued = f"; suspended until queue {root.queue} admits it" if root.queue else ""
     click.echo(
-        f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace})", err=True
+        f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace}{queued})",
+        err=True,
     )
     if wait:
         with ProgressDisplay(root.name) as display:

@@ -45,6 +45,7 @@ INSTALL_HINT = {
     "JobSet": "install the JobSet controller, or use --target job",
     "MiniCluster": "install the Flux Operator, or use --target job",
     "TrainJob": "install Kubeflow Trainer",
+    "Workload": "install Kueue, or create the MiniCluster without --queue",
 }
 
 

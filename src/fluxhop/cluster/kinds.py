@@ -52,6 +52,7 @@ KINDS: dict[str, Kind] = {
         Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
         Kind("flux-framework.org/v1alpha2", "MiniCluster", "miniclusters"),
         Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
+        Kind("kueue.x-k8s.io/v1beta1", "Workload", "workloads"),  # read only
     )
 }
 

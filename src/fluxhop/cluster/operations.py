@@ -31,7 +31,7 @@ from fluxhop.errors import (
     NotOurs,
     WaitTimeout,
 )
-from fluxhop.render.objects import MANAGED_BY
+from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.marks import (
@@ -45,6 +45,7 @@ from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
     Progress,
     Status,
+    admission,
     completion_index,
     exit_code,
     started,
@@ -52,6 +53,8 @@ from fluxhop.workload.status import (
 )
 
 __all__ = ["MiniClusters", "selector_text"]
+
+KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"  # the label Kueue puts on a Workload
 
 
 class MiniClusters:
@@ -202,21 +205,47 @@ class MiniClusters:
 
     # --- wait / logs --------------------------------------------------------------
 
-    def _watch_pods(self, root: Root, stop: threading.Event) -> queue.Queue[Any]:
-        """Pod events on a queue, from a daemon thread, so waits can time out."""
-        events: queue.Queue[Any] = queue.Queue()
+    def _watch(
+        self,
+        kind_name: str,
+        labels: dict[str, str],
+        stop: threading.Event,
+        events: queue.Queue[Any],
+        *,
+        optional: bool = False,
+    ) -> None:
+        """Events of ``kind_name`` onto ``events`` as (kind, event, object), from
+        a daemon thread, so that waits can time out; an ``optional`` kind whose
+        API is not installed (Kueue's Workload) just sends nothing."""
 
         def pump() -> None:
             try:
-                for event, pod in self.kube.watch("Pod", labels=root.pod_selector):
-                    events.put((event, pod))
+                for event, obj in self.kube.watch(kind_name, labels=labels):
+                    events.put((kind_name, event, obj))
                     if stop.is_set():
                         return
+            except NotInstalled:
+                if not optional:
+                    events.put(NotInstalled(f"{kind_name} is not served by this cluster"))
             except BaseException as err:  # handed to the waiting thread
-                events.put(err)
+                if not (optional and stop.is_set()):
+                    events.put(err)
 
-        threading.Thread(target=pump, name=f"watch-{root.name}", daemon=True).start()
-        return events
+        threading.Thread(target=pump, name=f"watch-{kind_name}", daemon=True).start()
+
+    @staticmethod
+    def _next(events: queue.Queue[Any], remaining: float | None) -> tuple[str, str, Any] | None:
+        """The next event, None on timeout; an error from a watch is raised."""
+        try:
+            item = events.get(timeout=remaining)
+        except queue.Empty:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item  # type: ignore[no-any-return]
+
+    def _remaining(self, deadline: float | None) -> float | None:
+        return None if deadline is None else max(0.0, deadline - self.clock())
 
     def wait(
         self,
@@ -226,21 +255,21 @@ class MiniClusters:
         timeout: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Progress:
-        """Watch the pods (one watch) until ``until(progress)`` holds."""
+        """Until ``until(progress)`` holds: first, for a queued MiniCluster, until
+        its queue admits it; then one watch of its pods."""
         progress = Progress(root.size)
-        stop = threading.Event()
-        events = self._watch_pods(root, stop)
         deadline = None if timeout is None else self.clock() + timeout
+        if root.queue and root.suspended:
+            root = self._wait_admitted(root, progress, deadline, timeout or 0, on_progress)
+        stop = threading.Event()
+        events: queue.Queue[Any] = queue.Queue()
+        self._watch("Pod", root.pod_selector, stop, events)
         try:
             while True:
-                remaining = None if deadline is None else max(0.0, deadline - self.clock())
-                try:
-                    item = events.get(timeout=remaining)
-                except queue.Empty:
+                item = self._next(events, self._remaining(deadline))
+                if item is None:
                     raise self._stuck(root, progress, timeout or 0) from None
-                if isinstance(item, BaseException):
-                    raise item
-                event, pod = item
+                _, event, pod = item
                 name = pod["metadata"]["name"]
                 if event == "DELETED":
                     progress.pods.pop(name, None)
@@ -250,6 +279,58 @@ class MiniClusters:
                     on_progress(progress)
                 if until(progress):
                     return progress
+        finally:
+            stop.set()
+
+    def _wait_admitted(
+        self,
+        root: Root,
+        progress: Progress,
+        deadline: float | None,
+        timeout: float,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> Root:
+        """Watch the suspended root (and Kueue's Workload for it, where Kueue is
+        installed) until the queue admits it: Kueue unsuspends it."""
+        queue_name = root.queue or ""
+        stop = threading.Event()
+        events: queue.Queue[Any] = queue.Queue()
+        kind_name = ROOT_KINDS[root.target]
+        self._watch(kind_name, {MINICLUSTER_LABEL: root.name}, stop, events)
+        uid = root.obj["metadata"].get("uid")
+        if uid:
+            self._watch("Workload", {KUEUE_JOB_UID: uid}, stop, events, optional=True)
+        workloads: dict[str, dict[str, Any]] = {}
+        progress.admission = admission(queue_name, [])
+        if on_progress:
+            on_progress(progress)
+        try:
+            while True:
+                item = self._next(events, self._remaining(deadline))
+                if item is None:
+                    raise WaitTimeout(
+                        f"timed out after {timeout:g}s {progress.admission} (kubectl describe "
+                        f"localqueue {queue_name} shows why)"
+                    )
+                kind_of_event, event, obj = item
+                name = obj["metadata"]["name"]
+                if kind_of_event == "Workload":
+                    if event == "DELETED":
+                        workloads.pop(name, None)
+                    else:
+                        workloads[name] = obj
+                elif name == root.name:
+                    if event == "DELETED":
+                        raise NotFound(
+                            f"MiniCluster {root.name} was deleted while {progress.admission}"
+                        )
+                    root = Root(root.target, obj)
+                    if not root.suspended:
+                        progress.admission = None
+                        return root
+                progress.admission = admission(queue_name, list(workloads.values()))
+                if on_progress:
+                    on_progress(progress)
         finally:
             stop.set()
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
+from fluxhop.spec.kueue import QUEUE_LABEL
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -76,6 +77,20 @@ class Root:
         if self.target is Target.JOBSET:
             return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
         return {JOB_NAME: self.name}
+
+    @property
+    def queue(self) -> str | None:
+        """The Kueue LocalQueue the workload was submitted to, if any."""
+        if self.target is Target.MINICLUSTER:
+            return None  # Kueue does not manage the Flux Operator's resource
+        labels = self.obj["metadata"].get("labels") or {}
+        queue = labels.get(QUEUE_LABEL)
+        return str(queue) if queue else None
+
+    @property
+    def suspended(self) -> bool:
+        """Created suspended and not yet admitted (Kueue unsuspends it)."""
+        return bool(self.obj.get("spec", {}).get("suspend"))
 
     @property
     def created(self) -> datetime | None:

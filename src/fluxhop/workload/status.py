@@ -14,6 +14,7 @@ from fluxhop.workload.root import Root
 __all__ = [
     "Progress",
     "Status",
+    "admission",
     "completion_index",
     "conditions",
     "exit_code",
@@ -24,10 +25,12 @@ __all__ = [
 
 @dataclass
 class Progress:
-    """How far a MiniCluster has come up."""
+    """How far a MiniCluster has come up; ``admission`` says what it waits
+    for while its queue has not admitted it (None once admitted)."""
 
     size: int
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    admission: str | None = None
 
     def count(self, phase: str) -> int:
         return sum(1 for pod in self.pods.values() if pod.get("status", {}).get("phase") == phase)
@@ -47,9 +50,30 @@ class Progress:
         return self.count("Succeeded") + self.count("Failed")
 
     def summary(self) -> str:
+        if self.admission is not None:
+            return self.admission
         return f"{self.scheduled}/{self.size} pods scheduled, {self.running} running" + (
             f", {self.finished} finished" if self.finished else ""
         )
+
+
+def admission(queue: str, workloads: list[dict[str, Any]]) -> str:
+    """What a queued MiniCluster waits for, from Kueue's Workload for it:
+    "waiting for admission by queue Q", with the reason Kueue gives (e.g.
+    "couldn't assign flavors to pod set main: insufficient quota for cpu")."""
+    waiting = f"waiting for admission by queue {queue}"
+    if not workloads:
+        return waiting
+    latest = max(workloads, key=lambda w: w.get("metadata", {}).get("creationTimestamp") or "")
+    found = {c.get("type"): c for c in latest.get("status", {}).get("conditions") or []}
+    for kind in ("Evicted", "QuotaReserved", "Admitted"):
+        condition = found.get(kind)
+        wants = "True" if kind == "Evicted" else "False"
+        if condition and condition.get("status") == wants and condition.get("message"):
+            return f"{waiting}: {' '.join(str(condition['message']).split())}"
+    if found.get("QuotaReserved", {}).get("status") == "True":
+        return f"{waiting}: quota reserved, waiting for admission checks"
+    return waiting
 
 
 def scheduled(pod: dict[str, Any]) -> bool:
@@ -127,7 +151,9 @@ def status_of(
         state = "Failed"
     elif done.get("Complete") == "True" or done.get("Completed") == "True" or code == 0:
         state = "Succeeded"
-    elif done.get("Suspended") == "True":
+    elif root.queue and root.suspended:
+        state = "Queued"
+    elif done.get("Suspended") == "True" or root.suspended:
         state = "Suspended"
     elif phases.get("Running", 0) >= root.size > 0:
         state = "Running"

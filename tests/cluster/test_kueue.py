@@ -1,0 +1,140 @@
+"""A queued MiniCluster against the fake API server with a stand-in Kueue:
+created suspended, waits saying "waiting for admission by queue NAME" with
+Kueue's reason, proceeds once admitted, and a timeout names the queue."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import pytest
+
+from fluxhop.cli import main
+from fluxhop.cluster.api import Kube
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import WaitTimeout
+from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.spec.placement import Placement
+from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
+from tests.cluster.fixtures import write_kubeconfig
+from tests.cluster.kueue import Kueue
+
+REASON = "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default"
+
+
+@pytest.fixture
+def fake():  # this module's cluster runs Kueue
+    server = FakeAPIServer(crds=DEFAULT_CRDS | {"Workload"})
+    yield server
+    server.close()
+
+
+def queued(size: int = 2):
+    return minicluster_from_flags(
+        ["hostname"],
+        image="ubuntu:noble",
+        nodes=size,
+        name="demo",
+        placement=Placement(queue="team-a"),
+    )
+
+
+class Watcher:
+    """Runs a wait in a thread and hands its progress lines over, so that a
+    test acts (as Kueue) only once the wait has seen what it waits for."""
+
+    def __init__(self, wait, *args, **kwargs) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.result: queue.Queue[object] = queue.Queue()
+        kwargs["on_progress"] = lambda progress: self.lines.put(progress.summary())
+
+        def run() -> None:
+            try:
+                self.result.put(wait(*args, **kwargs))
+            except BaseException as err:
+                self.result.put(err)
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def until(self, text: str) -> str:
+        while True:
+            line = self.lines.get(timeout=60)
+            if text in line:
+                return line
+
+    def outcome(self):
+        return self.result.get(timeout=60)
+
+
+@pytest.mark.parametrize(("target", "kind"), [("job", "Job"), ("jobset", "JobSet")])
+def test_a_queued_minicluster_waits_for_admission_then_comes_up(ops, fake, target, kind):
+    kueue = Kueue(fake)
+    root = ops.create(queued(), target)
+    assert root.suspended and root.queue == "team-a"
+    fake.reconcile()
+    assert fake.objects(kinds=("Pod",)) == []  # nothing runs before admission
+    assert ops.status(root).state == "Queued"
+    watcher = Watcher(ops.wait_ready, root, timeout=60)
+    assert watcher.until("waiting for admission by queue team-a") == (
+        "waiting for admission by queue team-a"
+    )
+    kueue.pending(kind, "demo", REASON)
+    assert watcher.until(REASON) == f"waiting for admission by queue team-a: {REASON}"
+    kueue.admit(kind, "demo")
+    progress = watcher.outcome()
+    assert not isinstance(progress, BaseException), progress
+    assert progress.admission is None and progress.running == 2
+    assert ops.status(ops.require("demo")).state == "Running"
+
+
+def test_a_timeout_names_the_queue_and_kueues_reason(ops, fake):
+    kueue = Kueue(fake)
+    root = ops.create(queued(), "job")
+    kueue.pending("Job", "demo", REASON)
+    with pytest.raises(WaitTimeout) as err:
+        ops.wait_ready(root, timeout=0.2)
+    assert str(err.value) == (
+        f"timed out after 0.2s waiting for admission by queue team-a: {REASON} "
+        "(kubectl describe localqueue team-a shows why)"
+    )
+
+
+def test_without_kueue_installed_the_wait_still_names_the_queue(tmp_path):
+    server = FakeAPIServer()  # no Workload API: Kueue's reason cannot be read
+    client = Kube.connect(str(write_kubeconfig(tmp_path / "kc")), transport=server.transport())
+    try:
+        plain = MiniClusters(client)
+        root = plain.create(queued(), "job")
+        with pytest.raises(WaitTimeout, match=r"waiting for admission by queue team-a \("):
+            plain.wait_ready(root, timeout=0.2)
+    finally:
+        client.close()
+        server.close()
+
+
+def test_run_shows_the_wait_and_fails_naming_the_queue(cli_cluster, kubeconfig, capsys):
+    Kueue(cli_cluster)
+    code = main(
+        [
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--name",
+            "demo",
+            "-N",
+            "2",
+            "--image",
+            "ubuntu",
+            "--queue",
+            "team-a",
+            "--timeout",
+            "0.3",
+            "--",
+            "hostname",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "fluxhop: demo: waiting for admission by queue team-a" in err
+    assert "timed out after 0.3s waiting for admission by queue team-a" in err
+    assert cli_cluster.objects() == []  # run cleans up what it created
