@@ -33,6 +33,13 @@ def test_run_local_streams_and_exits_with_the_job_code(fake_flux, capsys):
     assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
 
 
+def test_placement_flags_say_they_do_not_apply_locally(fake_flux, capsys):
+    fake_flux.set(FAKE_SIZE=1)
+    code, _out, err = cli(capsys, "run", "--local", "--queue", "team-a", "--", "true")
+    assert code == 0, err
+    assert err == "fluxhop: --local runs no pods: the placement and security flags do not apply\n"
+
+
 def test_a_failing_broker_shows_its_log_then_one_line(fake_flux, capsys):
     fake_flux.set(FAKE_SIZE=2, FAKE_FAIL_HOST="demo-1", FAKE_FAIL_MESSAGE="bad things")
     code, _out, err = cli(capsys, "run", "--local", "-N", "2", "--name", "demo", "--", "true")

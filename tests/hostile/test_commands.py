@@ -31,6 +31,17 @@ RUN_FLAGS: list[tuple[list[str], str]] = [
     (["--target", "deployment"], "'--target'"), (["--output", "xml"], "'--output'"),
     (["--timeout", "soon"], "'--timeout'"), (["--request-timeout", "0"], "'--request-timeout'"),
     (["--request-timeout", "-5"], "'--request-timeout'"), (["--no-such-flag"], "--no-such-flag"),
+    (["--queue", "Team A"], "--queue"), (["--queue", "a" * 64], "--queue"),
+    (["--priority-class", "High!"], "--priority-class"), (["--topology", "required:"], "--topology"),
+    (["--topology", "a b"], "--topology"), (["--node-selector", "nokey"], "--node-selector"),
+    (["--node-selector", "=v"], "--node-selector"), (["--node-selector", "k=v v"], "--node-selector"),
+    (["--toleration", "gpu"], "--toleration"), (["--toleration", "gpu:Always"], "--toleration"),
+    (["--toleration", "=v:NoSchedule"], "--toleration"), (["--memory", "lots"], "--memory"),
+    (["--memory", "-1Gi"], "--memory"), (["--memory", "1XB"], "--memory"), (["--cpu", "0"], "--cpu"),
+    (["--cpu", "1e999999999"], "--cpu"), (["--pods-per-node", "0"], "--pods-per-node"),
+    (["--pods-per-node", "x"], "'--pods-per-node'"), (["--service-account", "A_B"], "--service-account"),
+    (["--image-pull-secret", "x/y"], "--image-pull-secret"), (["--pull-policy", "Sometimes"], "'--pull-policy'"),
+    (["--security", "baseline"], "'--security'"), (["--security", "restricted"], "--flux-in-image"),
 ]  # fmt: skip
 HOP_FLAGS: list[tuple[list[str], str]] = [
     ([], "--rabbits"), (["--rabbits", ""], "rabbits"), (["--rabbits", "a", "--tasks", "0"], "tasks"),

@@ -262,3 +262,14 @@ def test_placement_leaves_the_document_it_was_given_alone():
     assert before == DOCUMENT
     assert placed != before
     assert place(DOCUMENT, Placement()) == before
+
+
+def test_a_quantity_too_large_for_decimal_is_one_line_in_a_file_too():
+    """1e999999999 overflowed Python's Decimal: an internal error before."""
+    document = with_field(
+        ("spec", "containers", 0, "resources"), {"limits": {"cpu": "1e999999999"}}
+    )
+    with pytest.raises(
+        InputError, match="cpu: '1e999999999' is too large for a Kubernetes quantity"
+    ):
+        MiniCluster.from_dict(document)

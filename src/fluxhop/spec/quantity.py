@@ -7,7 +7,7 @@ packages, which the pure spec layer must not import.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 
 __all__ = ["parse_quantity"]
 
@@ -49,5 +49,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
         if suffix[:1] in ("e", "E"):
             return number * (Decimal(10) ** int(suffix[1:]))
         return number * _SUFFIX[suffix]
-    except (KeyError, InvalidOperation):
+    except KeyError:
         raise ValueError(f"{value!r} has an unknown quantity suffix {suffix!r}") from None
+    except DecimalException:  # an exponent past what Decimal holds
+        raise ValueError(f"{value!r} is too large for a Kubernetes quantity") from None
