@@ -10,20 +10,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.backend import KubernetesBackend
+from fluxhop.cluster.inside import Inside
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.documents import read_input
 from fluxhop.errors import InputError
+from fluxhop.flux.jobopts import JobOptions
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
 from fluxhop.workload.backend import Backend
+from fluxhop.workload.inside import InstanceStatus, Job
 
 __all__ = ["Client"]
 
@@ -68,6 +71,7 @@ class Client:
             "request_timeout": request_timeout,
         }
         self._backend: Backend | None = LocalMiniClusters() if backend == "local" else None
+        self._inside: Inside | None = None
 
     @property
     def backend(self) -> Backend:
@@ -126,6 +130,58 @@ class Client:
 
     def delete(self, name: str) -> None:
         self.backend.delete(name)
+
+    # --- inside a running MiniCluster (rank 0's flux, through kubectl exec) ----
+
+    @property
+    def inside(self) -> Inside:
+        if self._inside is None:
+            self._inside = Inside(
+                self.ops,
+                kubeconfig=self._connect["kubeconfig"],
+                context=self._connect["context"],
+            )
+        return self._inside
+
+    def submit(
+        self,
+        name: str,
+        command: Sequence[str],
+        *,
+        nodes: int | None = None,
+        ntasks: int | None = None,
+        cores: int | None = None,
+        gpus: int | None = None,
+        options: JobOptions | None = None,
+        cc: str | None = None,
+    ) -> str | list[str]:
+        """Submit ``command`` (an argv list) into a running MiniCluster; its job
+        ID, or with ``cc`` (e.g. ``"1-100"``) the list of them."""
+        ids = self.inside.submit(
+            name,
+            list(command),
+            nodes=nodes,
+            ntasks=ntasks,
+            cores=cores,
+            gpus=gpus,
+            options=(options or JobOptions()).words(),
+            cc=cc,
+        )
+        return ids if cc is not None else ids[0]
+
+    def jobs(self, name: str, *, all_jobs: bool = False) -> list[Job]:
+        return self.inside.jobs(name, all_jobs=all_jobs)
+
+    def status(self, name: str) -> InstanceStatus:
+        """Brokers up/down per rank, resources free/allocated, the queue."""
+        return self.inside.status(name)
+
+    def cancel(self, name: str, jobid: str | Sequence[str]) -> None:
+        self.inside.cancel(name, [jobid] if isinstance(jobid, str) else list(jobid))
+
+    def attach(self, name: str, jobid: str) -> int:
+        """Stream the job's output to this process's stdout; its exit code."""
+        return self.inside.attach(name, jobid)
 
     def close(self) -> None:
         if self._backend is not None:

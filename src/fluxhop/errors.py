@@ -105,6 +105,10 @@ class WaitTimeout(ClusterError):
     """Waiting for pods or a job took longer than allowed."""
 
 
+class InstanceError(FluxhopError):
+    """A flux command inside a running MiniCluster failed, or cannot run."""
+
+
 class LocalToolMissing(FluxhopError):
     """A local program fluxhop needs (kubectl, flux) is not installed."""
 

@@ -273,3 +273,26 @@ def test_a_quantity_too_large_for_decimal_is_one_line_in_a_file_too():
         InputError, match="cpu: '1e999999999' is too large for a Kubernetes quantity"
     ):
         MiniCluster.from_dict(document)
+
+
+def test_flux_job_options_reach_the_job_rank_0_runs_from_flags_and_files(tmp_path):
+    words = ["-o", "cpu-affinity=per-task", "-S", "user.x=a b", "-t", "1h"]
+    common = dict(
+        nodes=None, ntasks=None, cores=None, gpus=None, workdir=None, env=(), name=None,
+        namespace=None, max_size=None, gpu_resource="nvidia.com/gpu", flux_words=words,
+    )  # fmt: skip
+    path = tmp_path / "mc.yaml"
+    path.write_text(dump_yaml([with_field(("spec", "flux", "optionFlags"), "-o pmi=pmix")]))
+    on_file = spec_from_options(str(path), [], image=None, **common)
+    assert (
+        on_file.spec.flux.option_flags
+        == "-o pmi=pmix -o cpu-affinity=per-task -S 'user.x=a b' -t 1h"
+    )
+    by_flags = spec_from_options(
+        None, ["hostname"], image="ghcr.io/org/app:1", **{**common, "nodes": 2, "name": "demo"}
+    )
+    entrypoint = next(o for o in render(by_flags, "job", cert=CERT) if o["kind"] == "ConfigMap")
+    assert (
+        "flux_run_args=(-N 2 -n 2 --exclusive -o cpu-affinity=per-task -S 'user.x=a b' -t 1h)"
+        in entrypoint["data"]["entrypoint.sh"]
+    )

@@ -39,6 +39,12 @@ class Verb(NamedTuple):
 
 
 VERBS: dict[str, Verb] = {
+    "attach": Verb(
+        "fluxhop.cli.inside",
+        "attach_command",
+        "Stream a job's output; exit with its exit code (flux job attach).",
+    ),
+    "cancel": Verb("fluxhop.cli.inside", "cancel_command", "Cancel jobs in a running MiniCluster."),
     "completion": Verb(
         "fluxhop.cli.completion",
         "completion_command",
@@ -57,6 +63,11 @@ VERBS: dict[str, Verb] = {
         "fluxhop.cli.hop",
         "hop_command",
         "Create a MiniCluster on rabbit nodes, as a job's -S rabbit.mpi.* would.",
+    ),
+    "jobs": Verb(
+        "fluxhop.cli.inside",
+        "jobs_command",
+        "List the jobs of a running MiniCluster (like flux jobs).",
     ),
     "list": Verb(
         "fluxhop.cli.cluster",
@@ -88,6 +99,16 @@ VERBS: dict[str, Verb] = {
         "fluxhop.cli.connect",
         "shell_command",
         "Open an interactive shell in rank 0 with FLUX_URI set (kubectl exec -it).",
+    ),
+    "status": Verb(
+        "fluxhop.cli.inside",
+        "status_command",
+        "Brokers up and down per rank, resources free and allocated, the queue.",
+    ),
+    "submit": Verb(
+        "fluxhop.cli.inside",
+        "submit_command",
+        "Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD).",
     ),
     "trainer": Verb(
         "fluxhop.cli.trainer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -11,7 +12,7 @@ from fluxhop.errors import SpecError
 from fluxhop.render.output import dump_json, dump_yaml
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.spec.placement import Placement, place
+from fluxhop.spec.placement import Placement, place, with_option_flags
 
 __all__ = ["echo_objects", "load_spec", "output_option", "target_option"]
 
@@ -22,10 +23,19 @@ def load_spec(
     name: str | None = None,
     namespace: str | None = None,
     placement: Placement | None = None,
+    flux_words: Sequence[str] = (),
 ) -> MiniCluster:
     """Read a MiniCluster file (``-`` for stdin); flags override its
-    name/namespace and write the placement flags' fields in."""
-    adjust = (lambda doc: place(doc, placement)) if placement and placement.given() else None
+    name/namespace, write the placement flags' fields in, and add flux job
+    options to the job rank 0 runs (``spec.flux.optionFlags``)."""
+
+    def adjust(document: dict[str, Any]) -> dict[str, Any]:
+        if placement is not None:
+            document = place(document, placement)
+        if flux_words:
+            document = with_option_flags(document, flux_words)
+        return document
+
     spec = MiniCluster.from_yaml(read_input(path), adjust)
     if not name and spec.metadata.name is None:
         # as kubectl: a manifest names its object (a random name on every

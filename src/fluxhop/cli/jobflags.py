@@ -13,6 +13,7 @@ import click
 from fluxhop.cli.common import load_spec, target_option
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.errors import InputError, SpecError
+from fluxhop.flux.jobopts import JobOptions
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
@@ -38,6 +39,7 @@ def spec_from_options(
     gpu_resource: str,
     flux_in_image: bool = False,
     placement: Placement | None = None,
+    flux_words: Sequence[str] = (),
 ) -> MiniCluster:
     """One MiniCluster from either -f FILE or the job flags (not both); the
     placement flags apply to either."""
@@ -59,7 +61,9 @@ def spec_from_options(
             raise InputError(
                 f"-f takes the whole job from the file; drop {' '.join(given) or 'the command'}"
             )
-        return load_spec(filename, name=name, namespace=namespace, placement=placement)
+        return load_spec(
+            filename, name=name, namespace=namespace, placement=placement, flux_words=flux_words
+        )
     if not image:
         raise InputError(
             "--image is required (the container image that runs the command), or use -f FILE"
@@ -80,6 +84,7 @@ def spec_from_options(
             max_size=max_size,
             flux_in_image=flux_in_image,
             placement=placement,
+            extra_flux_args=flux_words,
         )
     except SpecError as err:
         raise SpecError(_in_flag_terms(str(err))) from None
@@ -125,6 +130,7 @@ class JobFlags:
     cluster_domain: str
     flux_in_image: bool
     placement: Placement
+    flux_options: JobOptions
 
     def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
         return spec_from_options(
@@ -143,11 +149,54 @@ class JobFlags:
             gpu_resource=self.gpu_resource,
             flux_in_image=self.flux_in_image,
             placement=self.placement,
+            flux_words=self.flux_options.words(),
         )
 
 
 PLACEMENT_FLAGS = tuple(f.name for f in fields(Placement))
-JOB_FLAGS = tuple(f.name for f in fields(JobFlags) if f.name != "placement")
+JOB_FLAGS = tuple(f.name for f in fields(JobFlags) if f.name not in ("placement", "flux_options"))
+FLUX_OPTION_FLAGS = tuple(f.name for f in fields(JobOptions))
+
+
+def flux_job_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """flux run's job options, in its spellings (flux/jobopts.py)."""
+    return [
+        click.option(
+            "-o",
+            "--setopt",
+            multiple=True,
+            metavar="KEY[=VAL]",
+            help="Job shell option, as flux run -o (e.g. cpu-affinity=per-task, pmi=pmix).",
+        ),
+        click.option(
+            "-S",
+            "--setattr",
+            multiple=True,
+            metavar="KEY[=VAL]",
+            help="Jobspec attribute, as flux run -S.",
+        ),
+        click.option(
+            "-t", "--time-limit", metavar="MIN|FSD", help="Time limit (minutes, or 30s, 2h, ...)."
+        ),
+        click.option(
+            "--exclusive", is_flag=True, help="Whole nodes for the job (flux run --exclusive)."
+        ),
+        click.option(
+            "--flux-args",
+            metavar='"ARGS"',
+            help="More flux run arguments, passed on word for word.",
+        ),
+    ]
+
+
+def pop_flux_options(kwargs: dict[str, Any]) -> JobOptions:
+    return JobOptions(
+        **{
+            key: tuple(value) if isinstance(value, (list, tuple)) else value
+            for key in FLUX_OPTION_FLAGS
+            for value in [kwargs.pop(key)]
+        }
+    )
 
 
 def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -239,6 +288,7 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
             is_flag=True,
             help="The image has Flux installed: no Flux view init container.",
         ),
+        *flux_job_options(),
         *placement_options(),
         target_option(),
         click.option(
@@ -260,7 +310,12 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
                 for value in [kwargs.pop(key)]
             }
         )
-        job = JobFlags(**{key: kwargs.pop(key) for key in JOB_FLAGS}, placement=placement)
+        flux_options = pop_flux_options(kwargs)
+        job = JobFlags(
+            **{key: kwargs.pop(key) for key in JOB_FLAGS},
+            placement=placement,
+            flux_options=flux_options,
+        )
         return func(job=job, **kwargs)
 
     wrapped: Callable[..., int] = with_job

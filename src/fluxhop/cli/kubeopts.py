@@ -10,6 +10,7 @@ import click
 
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
+from fluxhop.cluster.inside import kubectl_flags
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import LocalToolMissing
 
@@ -59,15 +60,6 @@ def connect(kubeconfig: str | None, context: str | None, namespace: str | None) 
     ctx = click.get_current_context(silent=True)
     timeout = ctx.meta.get(TIMEOUT_KEY, DEFAULT_REQUEST_TIMEOUT) if ctx else DEFAULT_REQUEST_TIMEOUT
     return MiniClusters(Kube.connect(kubeconfig, context, namespace, request_timeout=timeout))
-
-
-def kubectl_flags(kubeconfig: str | None, context: str | None, namespace: str) -> list[str]:
-    flags = []
-    if kubeconfig:
-        flags += ["--kubeconfig", kubeconfig]
-    if context:
-        flags += ["--context", context]
-    return [*flags, "--namespace", namespace]
 
 
 def need_tool(name: str, why: str) -> str:

@@ -13,6 +13,8 @@ naming the flag.
 from __future__ import annotations
 
 import copy
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -246,3 +248,14 @@ def _place_container(spec: dict[str, Any], placement: Placement) -> None:
     if placement.pull_policy is not None:
         lead["imagePullPolicy"] = placement.pull_policy
         lead["pullAlways"] = False
+
+
+def with_option_flags(document: dict[str, Any], words: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``document`` whose ``spec.flux.optionFlags`` ends with ``words``
+    (flux job options given on the command line for a file's job)."""
+    doc = copy.deepcopy(document)
+    flux = _section(_section(doc, "spec"), "flux")
+    existing = flux.get("optionFlags")
+    before = shlex.split(existing) if isinstance(existing, str) else []
+    flux["optionFlags"] = shlex.join([*before, *words])
+    return doc

@@ -79,6 +79,38 @@ class Root:
         return {JOB_NAME: self.name}
 
     @property
+    def interactive(self) -> bool | None:
+        """Whether rank 0 runs no command (an instance to submit into); None
+        when the root does not say (e.g. a Kubeflow Trainer JobSet)."""
+        if self.target is Target.MINICLUSTER:
+            return bool(self.obj.get("spec", {}).get("interactive"))
+        template = self._pod_template()
+        if template is None:
+            return None
+        lead = next(
+            (
+                c
+                for c in template.get("spec", {}).get("containers", [])
+                if c.get("name") == self.container
+            ),
+            None,
+        )
+        if lead is None or not str((lead.get("command") or [""])[-1]).endswith("entrypoint.sh"):
+            return None
+        return not lead.get("args")
+
+    def _pod_template(self) -> dict[str, Any] | None:
+        spec = self.obj.get("spec", {})
+        template: dict[str, Any] | None
+        if self.target is Target.JOB:
+            template = spec.get("template")
+            return template
+        jobs = spec.get("replicatedJobs") or []
+        node = next((job for job in jobs if job.get("name") == "node"), jobs[0] if jobs else None)
+        template = node["template"]["spec"].get("template") if node else None
+        return template
+
+    @property
     def queue(self) -> str | None:
         """The Kueue LocalQueue the workload was submitted to, if any."""
         if self.target is Target.MINICLUSTER:

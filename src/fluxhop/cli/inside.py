@@ -1,0 +1,194 @@
+"""Verbs on a running MiniCluster's instance, from this machine: submit,
+jobs, status, cancel, attach (rank 0's flux through kubectl exec)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from fluxhop.cli.jobflags import flux_job_options, pop_flux_options
+from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cluster.inside import Inside
+from fluxhop.workload.inside import InstanceStatus, Job
+
+__all__ = ["table"]
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _inside(kubeconfig: str | None, context: str | None, namespace: str | None) -> Inside:
+    return Inside(connect(kubeconfig, context, namespace), kubeconfig=kubeconfig, context=context)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.3f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.2f}m"
+    return f"{seconds / 3600:.2f}h"
+
+
+def jobs_table(jobs: list[Job]) -> str:
+    rows = [["JOBID", "USER", "NAME", "ST", "NTASKS", "NNODES", "TIME", "INFO"]]
+    for job in jobs:
+        rows.append(
+            [
+                job.id,
+                job.user,
+                job.name,
+                job.st,
+                str(job.ntasks),
+                str(job.nnodes),
+                _duration(job.runtime),
+                job.nodelist,
+            ]
+        )
+    return table(rows)
+
+
+def status_table(status: InstanceStatus) -> str:
+    out = f"brokers: {status.up} up, {status.down} down\n"
+    out += table(
+        [["RANK", "NODE", "STATE"]] + [[str(b.rank), b.node, b.state] for b in status.brokers]
+    )
+    rows = [["RESOURCES", "NODES", "CORES", "GPUS", "RANKS"]]
+    for state, counts in status.resources.items():
+        rows.append(
+            [
+                state,
+                str(counts["nodes"]),
+                str(counts["cores"]),
+                str(counts["gpus"]),
+                counts["ranks"],
+            ]
+        )
+    out += table(rows)
+    return out + "".join(f"{line}\n" for line in status.queue)
+
+
+def _submit_options(func: Any) -> Any:
+    for option in reversed(
+        [
+            click.option("-N", "--nodes", type=int, help="Nodes for the job."),
+            click.option("-n", "--ntasks", type=int, help="Tasks."),
+            click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
+            click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+            *flux_job_options(),
+            click.option(
+                "--cc", metavar="IDSET", help="Submit one job per id (e.g. 1-100), in one exec."
+            ),
+            click.option(
+                "--watch", is_flag=True, help="Stream the job's output; exit with its exit code."
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@click.command("submit")
+@click.argument("name", type=KUBE_NAME)
+@_submit_options
+@kube_options(short_namespace=False)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def submit_command(
+    name: str,
+    command: tuple[str, ...],
+    nodes: int | None,
+    ntasks: int | None,
+    cores: int | None,
+    gpus: int | None,
+    cc: str | None,
+    watch: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    **flux: Any,
+) -> int:
+    """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
+    options = pop_flux_options(flux).words()
+    inside = _inside(kubeconfig, context, namespace)
+    shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
+    if watch:
+        return inside.submit_watch(name, list(command), cc=cc, **shape)
+    for jobid in inside.submit(name, list(command), cc=cc, **shape):
+        click.echo(jobid)
+    return 0
+
+
+@click.command("jobs")
+@click.argument("name", type=KUBE_NAME)
+@click.option("-a", "--all", "all_jobs", is_flag=True, help="Also the jobs that have finished.")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@kube_options()
+def jobs_command(
+    name: str,
+    all_jobs: bool,
+    output: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> int:
+    """List the jobs of a running MiniCluster (like flux jobs)."""
+    jobs = _inside(kubeconfig, context, namespace).jobs(name, all_jobs=all_jobs)
+    if output == "json":
+        click.echo(json.dumps([job.to_dict() for job in jobs], indent=2))
+    else:
+        click.echo(jobs_table(jobs), nl=False)
+    return 0
+
+
+@click.command("status")
+@click.argument("name", type=KUBE_NAME)
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@kube_options()
+def status_command(
+    name: str, output: str, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> int:
+    """Brokers up and down per rank, resources free and allocated, the queue."""
+    status = _inside(kubeconfig, context, namespace).status(name)
+    if output == "json":
+        click.echo(json.dumps(status.to_dict(), indent=2))
+    else:
+        click.echo(status_table(status), nl=False)
+    return 0
+
+
+@click.command("cancel")
+@click.argument("name", type=KUBE_NAME)
+@click.argument("jobids", nargs=-1, required=True)
+@kube_options()
+def cancel_command(
+    name: str,
+    jobids: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> int:
+    """Cancel jobs in a running MiniCluster."""
+    _inside(kubeconfig, context, namespace).cancel(name, list(jobids))
+    return 0
+
+
+@click.command("attach")
+@click.argument("name", type=KUBE_NAME)
+@click.argument("jobid")
+@kube_options()
+def attach_command(
+    name: str, jobid: str, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> int:
+    """Stream a job's output; exit with its exit code (flux job attach)."""
+    return _inside(kubeconfig, context, namespace).attach(name, jobid)

@@ -1,0 +1,262 @@
+"""Flux commands inside a running MiniCluster, as plain data: the argv that
+runs rank 0's own ``flux`` through ``kubectl exec`` (argv reaches flux word
+for word: bash gets the words as positional parameters, never as text to
+parse), and what flux's answers mean (``flux jobs --json``, the resource and
+queue status). Running them is the cluster layer's job (cluster/inside.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fluxhop.errors import InputError
+from fluxhop.flux import hostlist, idset
+from fluxhop.flux.jobid import f58
+from fluxhop.render.targets import Target
+from fluxhop.workload.root import Root
+
+__all__ = [
+    "BROKER_NOT_STARTED",
+    "STATUS_SCRIPT",
+    "Broker",
+    "InstanceStatus",
+    "Job",
+    "exec_argv",
+    "parse_jobs",
+    "parse_status",
+    "submit_args",
+]
+
+BROKER_NOT_STARTED = 69  # EX_UNAVAILABLE: the pod runs, its broker is not up yet
+
+# $1 is where the pod keeps Flux; the rest is flux's argv. The prelude finds
+# rank 0's broker the way `fluxhop shell` does (run/env.sh, written by the
+# entrypoint once the broker starts) and asks for ASCII job IDs (fXXXX).
+_PRELUDE = (
+    'env_file="$1/run/env.sh"; shift; '
+    'if [ ! -f "$env_file" ]; then '
+    'echo "fluxhop: the broker has not started in this pod yet" >&2; exit 69; fi; '
+    '. "$env_file"; export FLUX_F58_FORCE_ASCII=1; '
+)
+_OPERATOR_PRELUDE = (
+    "shift; . /mnt/flux/flux-view.sh || exit 69; "
+    'export FLUX_URI="$fluxsocket" FLUX_F58_FORCE_ASCII=1; flux_bin=flux; '
+)
+FLUX_SCRIPT = 'exec "$flux_bin" "$@"'
+_SECTION = "--- fluxhop ---"
+# One exec for `fluxhop status`: brokers, resources, queue.
+STATUS_SCRIPT = (
+    '"$flux_bin" resource status -no "{state} {nnodes} {ranks} {nodelist}" && '
+    f'echo "{_SECTION}" && '
+    '"$flux_bin" resource list -no "{state} {nnodes} {ncores} {ngpus} {ranks} {nodelist}" && '
+    f'echo "{_SECTION}" && '
+    '"$flux_bin" queue status'
+)
+
+
+def exec_argv(
+    kubectl: Sequence[str],
+    root: Root,
+    pod: str,
+    args: Sequence[str],
+    *,
+    script: str = FLUX_SCRIPT,
+    stdin: bool = False,
+) -> list[str]:
+    """``kubectl exec`` into rank 0's Flux container running ``script`` with
+    ``args`` as its positional parameters (default: ``flux ARGS...``)."""
+    if root.target is Target.MINICLUSTER:
+        prelude, flux_root = _OPERATOR_PRELUDE, "-"
+    else:
+        prelude, flux_root = _PRELUDE, root.flux_root
+    return [
+        *kubectl,
+        "exec",
+        *(["-i"] if stdin else []),
+        pod,
+        "-c",
+        root.container,
+        "--",
+        "bash",
+        "-c",
+        prelude + script,
+        "fluxhop",
+        flux_root,
+        *args,
+    ]
+
+
+def submit_args(
+    command: Sequence[str],
+    *,
+    nodes: int | None = None,
+    ntasks: int | None = None,
+    cores: int | None = None,
+    gpus: int | None = None,
+    options: Sequence[str] = (),
+    cc: str | None = None,
+    watch: bool = False,
+) -> list[str]:
+    """``flux submit`` arguments; the command follows ``--`` untouched."""
+    if not command:
+        raise InputError("submit needs a command: fluxhop submit NAME -- CMD ARGS...")
+    args = ["submit"]
+    for flag, value in (("-N", nodes), ("-n", ntasks), ("-c", cores), ("-g", gpus)):
+        if value is not None:
+            if value < (0 if flag == "-g" else 1):
+                raise InputError(
+                    f"{flag} must be {'0' if flag == '-g' else '1'} or more, not {value}"
+                )
+            args += [flag, str(value)]
+    args += list(options)
+    if cc is not None:
+        try:
+            idset.decode(cc)
+        except InputError as err:
+            raise InputError(f"--cc {cc!r}: {err}") from None
+        args += ["--cc", cc]
+    if watch:
+        args.append("--watch")
+    return [*args, "--", *command]
+
+
+# --- flux's answers ------------------------------------------------------------------
+
+_STATES = {"DEPEND": "D", "PRIORITY": "P", "SCHED": "S", "RUN": "R", "CLEANUP": "C"}
+_RESULTS = {"COMPLETED": "CD", "FAILED": "F", "CANCELED": "CA", "TIMEOUT": "TO"}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of ``flux jobs``."""
+
+    id: str
+    user: str
+    name: str
+    state: str  # flux's state name: SCHED, RUN, INACTIVE...
+    result: str | None
+    ntasks: int
+    nnodes: int
+    runtime: float
+    nodelist: str
+    returncode: int | None
+
+    @property
+    def st(self) -> str:
+        """The two-letter state of ``flux jobs``' ST column."""
+        if self.state == "INACTIVE":
+            return _RESULTS.get(self.result or "", "I")
+        return _STATES.get(self.state, self.state[:2])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user": self.user,
+            "name": self.name,
+            "state": self.state,
+            "result": self.result,
+            "ntasks": self.ntasks,
+            "nnodes": self.nnodes,
+            "runtime": self.runtime,
+            "nodelist": self.nodelist,
+            "returncode": self.returncode,
+        }
+
+
+def parse_jobs(text: str) -> list[Job]:
+    """``flux jobs --json`` output as Jobs."""
+    try:
+        data = json.loads(text)
+        entries = data["jobs"]
+    except (ValueError, KeyError, TypeError):
+        raise InputError("flux jobs --json did not answer with its JSON document") from None
+    jobs = []
+    for entry in entries:
+        jobs.append(
+            Job(
+                id=f58(int(entry["id"])),
+                user=str(entry.get("username") or entry.get("userid", "")),
+                name=str(entry.get("name", "")),
+                state=str(entry.get("state", "")),
+                result=entry.get("result"),
+                ntasks=int(entry.get("ntasks", 0)),
+                nnodes=int(entry.get("nnodes", 0) or 0),
+                runtime=float(entry.get("runtime", 0.0) or 0.0),
+                nodelist=str(entry.get("nodelist", "") or ""),
+                returncode=entry.get("returncode"),
+            )
+        )
+    return jobs
+
+
+@dataclass(frozen=True)
+class Broker:
+    rank: int
+    node: str
+    state: str  # avail, offline, drained, exclude, ... (flux resource status)
+
+    @property
+    def up(self) -> bool:
+        return self.state not in ("offline", "lost", "exclude")
+
+
+@dataclass
+class InstanceStatus:
+    """What ``fluxhop status`` shows: brokers, resources, the queue."""
+
+    brokers: list[Broker] = field(default_factory=list)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queue: list[str] = field(default_factory=list)
+
+    @property
+    def up(self) -> int:
+        return sum(1 for b in self.brokers if b.up)
+
+    @property
+    def down(self) -> int:
+        return len(self.brokers) - self.up
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokers": {"up": self.up, "down": self.down},
+            "ranks": [
+                {"rank": b.rank, "node": b.node, "state": b.state, "up": b.up} for b in self.brokers
+            ],
+            "resources": self.resources,
+            "queue": self.queue,
+        }
+
+
+def _fields(line: str, count: int) -> list[str]:
+    parts = line.split(" ", count - 1)
+    return parts + [""] * (count - len(parts))
+
+
+def parse_status(text: str) -> InstanceStatus:
+    """The three sections STATUS_SCRIPT prints."""
+    sections = text.split(_SECTION + "\n")
+    if len(sections) != 3:
+        raise InputError("the status of the instance came back incomplete")
+    brokers_text, resources_text, queue_text = sections
+    status = InstanceStatus()
+    for line in brokers_text.splitlines():
+        state, _, ranks, nodes = _fields(line.strip(), 4)
+        if not ranks:
+            continue
+        for rank, node in zip(idset.decode(ranks), hostlist.decode(nodes), strict=False):
+            status.brokers.append(Broker(rank, node, state))
+    status.brokers.sort(key=lambda b: b.rank)
+    for line in resources_text.splitlines():
+        state, nnodes, ncores, ngpus, ranks, _ = _fields(line.strip(), 6)
+        if state:
+            status.resources[state] = {
+                "nodes": int(nnodes or 0),
+                "cores": int(ncores or 0),
+                "gpus": int(ngpus or 0),
+                "ranks": ranks,
+            }
+    status.queue = [line.strip() for line in queue_text.splitlines() if line.strip()]
+    return status

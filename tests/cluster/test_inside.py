@@ -1,0 +1,274 @@
+"""submit, jobs, status, cancel, attach: process-level, through a stand-in
+kubectl on PATH that records its argv and runs the command here, against a
+MiniCluster on the fake API server. The control flow (one exec, argv exact,
+the one-line errors) runs everywhere with a recording flux; the answers
+(job IDs, jobs, status, exit codes) come from a real local Flux instance where
+flux-core is installed, and those tests skip elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from fluxhop import Client
+from fluxhop.cli import main
+from fluxhop.flux.jobid import parse as parse_jobid
+from fluxhop.flux.jobopts import JobOptions
+from fluxhop.spec import MiniCluster
+from tests.cluster.standin import (
+    RealInstance,
+    install_kubectl,
+    kubectl_calls,
+    recording_flux,
+    write_env,
+)
+from tests.realflux import flux_prefix, missing_flux
+
+real_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or "")
+
+
+def interactive(name: str, flux_root: str, command: list[str] | None = None) -> MiniCluster:
+    container: dict = {"image": "ubuntu:noble"}
+    if command:
+        container["command"] = command
+    return MiniCluster.from_dict(
+        {
+            "apiVersion": "flux-framework.org/v1alpha2",
+            "kind": "MiniCluster",
+            "metadata": {"name": name},
+            "spec": {
+                "size": 2,
+                "interactive": not command,
+                "flux": {"container": {"mountPath": flux_root}},
+                "containers": [container],
+            },
+        }
+    )
+
+
+@pytest.fixture
+def pod(tmp_path, cli_cluster, kubeconfig, monkeypatch, ops):
+    """An interactive MiniCluster whose rank 0 pod "is" this machine: its
+    Flux root is a directory here, and kubectl exec runs the command here."""
+    flux_root = tmp_path / "flux"
+    bin_dir, log = tmp_path / "bin", tmp_path / "kubectl.log"
+    install_kubectl(bin_dir, log)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    root = ops.create(interactive("demo", str(flux_root)))
+    ops.wait_ready(root, timeout=60)
+
+    class Pod:
+        def __init__(self) -> None:
+            self.flux_root, self.log, self.kubeconfig = flux_root, log, str(kubeconfig)
+            self.flux_log = tmp_path / "flux.log"
+
+        def calls(self) -> list[list[str]]:
+            return kubectl_calls(log)
+
+        def with_recording_flux(self) -> None:
+            write_env(flux_root, flux_bin=str(recording_flux(bin_dir, self.flux_log)))
+
+        def flux_calls(self) -> list[str]:
+            return self.flux_log.read_text().splitlines() if self.flux_log.exists() else []
+
+    return Pod()
+
+
+def cli(capfd, *args):
+    code = main([str(a) for a in args])
+    out = capfd.readouterr()
+    return code, out.out, out.err
+
+
+# --- control flow, everywhere -----------------------------------------------------------
+
+
+def test_argv_reaches_flux_submit_exactly(pod, capfd):
+    pod.with_recording_flux()
+    command = ["sh", "-c", 'echo "a  b" && exit 3', "it's", "$HOME", ""]
+    code, out, err = cli(
+        capfd, "submit", "demo", "--kubeconfig", pod.kubeconfig, "-N", "1", "-o",
+        "cpu-affinity=per-task", "-t", "5", "--", *command,
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == "fStandIn0\n"
+    (call,) = pod.calls()
+    assert call[:4] == ["--kubeconfig", pod.kubeconfig, "--namespace", "default"]
+    assert call[4] == "exec" and call[5].startswith("demo-0-")  # rank 0's pod
+    assert call[6:9] == ["-c", "demo", "--"]
+    tail = call[call.index("fluxhop") + 1 :]
+    assert tail == [
+        str(pod.flux_root), "submit", "-N", "1", "-o", "cpu-affinity=per-task", "-t", "5", "--",
+        *command,
+    ]  # fmt: skip
+    (recorded,) = pod.flux_calls()
+    assert recorded == " ".join(
+        ["submit", "-N", "1", "-o", "cpu-affinity=per-task", "-t", "5", "--", *command]
+    )
+
+
+def test_an_ensemble_is_one_exec(pod, capfd):
+    pod.with_recording_flux()
+    code, out, err = cli(
+        capfd, "submit", "demo", "--kubeconfig", pod.kubeconfig, "--cc", "1-200", "--", "true"
+    )
+    assert code == 0, err
+    assert len(out.splitlines()) == 200
+    assert len(pod.calls()) == 1 and len(pod.flux_calls()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["submit", "demo", "-t", "soon", "--", "true"],
+            "-t/--time-limit: invalid duration 'soon'",
+        ),
+        (["submit", "demo", "-o", "=x", "--", "true"], "-o/--setopt '=x': write it as KEY[=VALUE]"),
+        (["submit", "demo", "--cc", "1-x", "--", "true"], "--cc '1-x'"),
+        (["submit", "demo", "-N", "0", "--", "true"], "-N must be 1 or more"),
+        (["cancel", "demo", "not-a-job"], "job ID 'not-a-job' is neither F58"),
+        (["submit", "nosuch", "--", "true"], "MiniCluster nosuch not found"),
+    ],
+)
+def test_bad_input_is_one_line_and_no_exec(pod, capfd, args, says):
+    pod.with_recording_flux()
+    code, out, err = cli(capfd, args[0], args[1], "--kubeconfig", pod.kubeconfig, *args[2:])
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and says in err, err
+    assert pod.calls() == []
+
+
+def test_a_broker_that_has_not_started_is_said_not_hung(pod, capfd):
+    code, _, err = cli(capfd, "jobs", "demo", "--kubeconfig", pod.kubeconfig)  # no run/env.sh yet
+    assert code != 0
+    assert err == "fluxhop: MiniCluster demo: the broker has not started in this pod yet\n"
+
+
+def test_kubectl_missing_is_one_line(pod, capfd, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, _, err = cli(capfd, "jobs", "demo", "--kubeconfig", pod.kubeconfig)
+    assert code != 0 and err.count("\n") == 1 and "kubectl is not on PATH" in err
+
+
+def test_a_finished_or_batch_minicluster_is_refused(pod, capfd, ops, fake):
+    fake.schedulable = False  # the batch job stays pending: not finished, not interactive
+    ops.create(interactive("batch", str(pod.flux_root), command=["sleep", "inf"]))
+    code, _, err = cli(capfd, "submit", "batch", "--kubeconfig", pod.kubeconfig, "--", "true")
+    assert code != 0 and "MiniCluster batch is not interactive" in err
+    fake.schedulable = True
+    fake.runner = lambda p, index: ([], 0)
+    done = ops.create(interactive("done", str(pod.flux_root), command=["true"]))
+    ops.wait_exit(done, timeout=60)
+    code, _, err = cli(capfd, "jobs", "done", "--kubeconfig", pod.kubeconfig)
+    assert code != 0 and "MiniCluster done has finished (Succeeded)" in err
+    assert pod.calls() == []
+
+
+def test_flux_refusing_an_option_says_flux_may_be_too_old(pod, capfd, tmp_path):
+    old = tmp_path / "old-flux"
+    old.write_text(
+        "#!/bin/sh\necho 'usage: flux submit [OPTIONS...] COMMAND [ARGS...]' >&2\n"
+        "echo 'flux submit: error: unrecognized arguments: --flux-args-x' >&2\nexit 2\n"
+    )
+    old.chmod(0o755)
+    write_env(pod.flux_root, flux_bin=str(old))
+    code, _, err = cli(
+        capfd,
+        "submit",
+        "demo",
+        "--kubeconfig",
+        pod.kubeconfig,
+        "--flux-args",
+        "--flux-args-x",
+        "--",
+        "true",
+    )
+    assert code != 0 and err.count("\n") == 1
+    assert "flux in MiniCluster demo refused flux submit: flux submit: error: unrecognized" in err
+    assert "flux-core may be too old" in err
+
+
+# --- against a real Flux instance ------------------------------------------------------------
+
+
+@pytest.fixture
+def real(pod):
+    flux = str(flux_prefix() / "bin" / "flux")
+    instance = RealInstance(flux, size=2)
+    write_env(pod.flux_root, flux_bin=flux, uri=instance.uri)
+    yield pod
+    instance.stop()
+
+
+@real_flux
+def test_submit_jobs_cancel_status_with_real_flux(real, capfd):
+    config = ["--kubeconfig", real.kubeconfig]
+    code, out, err = cli(
+        capfd, "submit", "demo", *config, "--cc", "1-5", "--", "sh", "-c", "exit 0"
+    )
+    assert code == 0, err
+    ids = out.split()
+    assert len(ids) == 5 and all(i.startswith("f") for i in ids)
+    for jobid in ids:
+        parse_jobid(jobid)
+    code, out, err = cli(capfd, "submit", "demo", *config, "--", "sleep", "300")
+    sleeper = out.strip()
+    code, out, err = cli(capfd, "jobs", "demo", *config, "-a", "-o", "json")
+    assert code == 0, err
+    listed = {job["id"]: job for job in json.loads(out)}
+    assert set(ids) | {sleeper} <= set(listed)  # IDs as submit printed them
+    code, out, err = cli(capfd, "jobs", "demo", *config)
+    assert out.splitlines()[0].split() == [
+        "JOBID",
+        "USER",
+        "NAME",
+        "ST",
+        "NTASKS",
+        "NNODES",
+        "TIME",
+        "INFO",
+    ]
+    code, _, err = cli(capfd, "cancel", "demo", sleeper, *config)
+    assert code == 0, err
+    code, out, err = cli(capfd, "status", "demo", *config, "-o", "json")
+    assert code == 0, err
+    status = json.loads(out)
+    assert status["brokers"] == {"up": 2, "down": 0}
+    assert [r["rank"] for r in status["ranks"]] == [0, 1]
+    assert status["resources"]["free"]["nodes"] + status["resources"]["allocated"]["nodes"] == 2
+    assert "Job submission is enabled" in status["queue"]
+    assert len(real.calls()) == 6  # one exec per verb
+
+
+@real_flux
+def test_watch_and_attach_carry_the_jobs_output_and_exit_code(real, capfd):
+    config = ["--kubeconfig", real.kubeconfig]
+    code, out, _ = cli(
+        capfd, "submit", "demo", *config, "--watch", "--", "sh", "-c", 'echo "a  b"; exit 7'
+    )
+    assert code == 7
+    jobid, output = out.split("\n", 1)  # flux submit --watch prints the ID, then the output
+    parse_jobid(jobid)
+    assert output == "a  b\n"
+    code, out, _ = cli(capfd, "submit", "demo", *config, "--", "sh", "-c", "echo later; exit 4")
+    jobid = out.strip()
+    code, out, _ = cli(capfd, "attach", "demo", jobid, *config)
+    assert code == 4 and "later" in out
+
+
+@real_flux
+def test_the_python_api_does_the_same(real, fake, kubeconfig):
+    with Client(kubeconfig=str(kubeconfig), transport=fake.transport()) as client:
+        jobid = client.submit(
+            "demo", ["sh", "-c", "exit 0"], options=JobOptions(setattr=("user.tag=x",))
+        )
+        ids = client.submit("demo", ["true"], cc="1-3")
+        assert isinstance(jobid, str) and len(ids) == 3
+        jobs = {job.id: job for job in client.jobs("demo", all_jobs=True)}
+        assert {jobid, *ids} <= set(jobs)
+        assert client.status("demo").up == 2
+        sleeper = client.submit("demo", ["sleep", "300"])
+        client.cancel("demo", sleeper)
