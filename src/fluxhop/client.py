@@ -22,11 +22,13 @@ from fluxhop.documents import read_input
 from fluxhop.errors import InputError
 from fluxhop.flux.jobopts import JobOptions
 from fluxhop.local.backend import LocalMiniClusters
+from fluxhop.local.inside import LocalInside
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
 from fluxhop.workload.backend import Backend
 from fluxhop.workload.inside import InstanceStatus, Job
+from fluxhop.workload.verbs import FluxVerbs
 
 __all__ = ["Client"]
 
@@ -71,7 +73,7 @@ class Client:
             "request_timeout": request_timeout,
         }
         self._backend: Backend | None = LocalMiniClusters() if backend == "local" else None
-        self._inside: Inside | None = None
+        self._inside: FluxVerbs | None = None
 
     @property
     def backend(self) -> Backend:
@@ -134,13 +136,18 @@ class Client:
     # --- inside a running MiniCluster (rank 0's flux, through kubectl exec) ----
 
     @property
-    def inside(self) -> Inside:
+    def inside(self) -> FluxVerbs:
+        """The flux verbs on this client's running MiniClusters."""
         if self._inside is None:
-            self._inside = Inside(
-                self.ops,
-                kubeconfig=self._connect["kubeconfig"],
-                context=self._connect["context"],
-            )
+            backend = self.backend
+            if isinstance(backend, LocalMiniClusters):
+                self._inside = LocalInside(backend.flux_root)
+            else:
+                self._inside = Inside(
+                    self.ops,
+                    kubeconfig=self._connect["kubeconfig"],
+                    context=self._connect["context"],
+                )
         return self._inside
 
     def submit(

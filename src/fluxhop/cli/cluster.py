@@ -8,9 +8,12 @@ import sys
 import click
 
 from fluxhop.cli.jobflags import JobFlags, job_options
-from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.kubeopts import connect, kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
+from fluxhop.cli.run import LOCAL_IMAGE, LOCAL_JOIN_TIMEOUT
+from fluxhop.errors import interrupt_status
+from fluxhop.local.store import LocalStore
 from fluxhop.render.output import dump_yaml
 from fluxhop.workload import Status
 
@@ -52,6 +55,10 @@ def _table(statuses: list[Status], wide: bool) -> str:
 @click.option(
     "--timeout", type=float, default=600, show_default=True, help="Seconds to wait for the pods."
 )
+@local_option(
+    "Start the brokers on this machine in the background (no Kubernetes); later "
+    "commands with --local find it."
+)
 def create_command(
     job: JobFlags,
     kubeconfig: str | None,
@@ -59,8 +66,11 @@ def create_command(
     namespace: str | None,
     wait: bool,
     timeout: float,
+    local: bool,
 ) -> int:
     """Create a MiniCluster from -f FILE or from job flags, and leave it running."""
+    if local:
+        return _create_local(job, timeout)
     spec = job.spec(namespace)
     ops = connect(kubeconfig, context, namespace)
     root = ops.create(spec, job.target, cluster_domain=job.cluster_domain)
@@ -78,18 +88,44 @@ def create_command(
     return 0
 
 
+def _create_local(job: JobFlags, timeout: float) -> int:
+    spec = job.spec(None, default_image=LOCAL_IMAGE)
+    try:
+        record = LocalStore(join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT)).create(spec)
+    except KeyboardInterrupt as err:
+        click.echo("fluxhop: interrupted; the brokers are stopped and removed", err=True)
+        return interrupt_status(err)
+    click.echo(
+        f"minicluster/{record.name} created (local, {record.size} brokers): fluxhop submit "
+        f"--local {record.name} -- CMD, or flux proxy {record.uri}; "
+        f"fluxhop delete --local {record.name} when done",
+        err=True,
+    )
+    return 0
+
+
 @click.command("get")
 @click.argument("name", type=KUBE_NAME)
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "yaml", "json"]), help="Output format.")
+@local_option()
 def get_command(
     name: str,
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
     output: str | None,
+    local: bool,
 ) -> int:
     """Show one MiniCluster."""
+    if local:
+        status = LocalStore().status(name)
+        if output in ("yaml", "json"):
+            text = json.dumps(status.to_dict(), indent=2) + "\n"
+            click.echo(text if output == "json" else dump_yaml([status.to_dict()]), nl=False)
+        else:
+            click.echo(_table([status], wide=output == "wide"), nl=False)
+        return 0
     ops = connect(kubeconfig, context, namespace)
     root = ops.require(name)
     if output in ("yaml", "json"):
@@ -104,11 +140,16 @@ def get_command(
 @click.command("list")
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "json"]), help="Output format.")
+@local_option()
 def list_command(
-    kubeconfig: str | None, context: str | None, namespace: str | None, output: str | None
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    output: str | None,
+    local: bool,
 ) -> int:
     """List the MiniClusters fluxhop created in a namespace."""
-    statuses = connect(kubeconfig, context, namespace).list()
+    statuses = LocalStore().list() if local else connect(kubeconfig, context, namespace).list()
     if output == "json":
         click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:
@@ -122,12 +163,22 @@ def list_command(
 @click.argument("name", type=KUBE_NAME)
 @kube_options()
 @click.option("-f", "--follow", is_flag=True, help="Keep streaming the output.")
+@local_option()
 def logs_command(
-    name: str, kubeconfig: str | None, context: str | None, namespace: str | None, follow: bool
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    follow: bool,
+    local: bool,
 ) -> int:
     """Print rank 0's output (the job's output)."""
-    ops = connect(kubeconfig, context, namespace)
-    for line in ops.logs(ops.require(name), follow=follow):
+    if local:
+        lines = LocalStore().logs(name, follow=follow)
+    else:
+        ops = connect(kubeconfig, context, namespace)
+        lines = ops.logs(ops.require(name), follow=follow)
+    for line in lines:
         sys.stdout.write(line)
         sys.stdout.flush()
     return 0
@@ -153,19 +204,23 @@ def scale_command(
 @click.option(
     "--ignore-not-found", is_flag=True, help="Succeed when the MiniCluster does not exist."
 )
+@local_option()
 def delete_command(
     name: str,
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
     ignore_not_found: bool,
+    local: bool,
 ) -> int:
     """Delete a MiniCluster and everything it owns."""
     from fluxhop.errors import NotFound
 
-    ops = connect(kubeconfig, context, namespace)
     try:
-        ops.delete(name)
+        if local:
+            LocalStore().delete(name)
+        else:
+            connect(kubeconfig, context, namespace).delete(name)
     except NotFound:
         if ignore_not_found:
             return 0

@@ -9,10 +9,13 @@ from typing import Any
 import click
 
 from fluxhop.cli.jobflags import flux_job_options, pop_flux_options
-from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.kubeopts import connect, kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.inside import Inside
+from fluxhop.local.inside import LocalInside
+from fluxhop.local.store import LocalStore
 from fluxhop.workload.inside import InstanceStatus, Job
+from fluxhop.workload.verbs import FluxVerbs
 
 __all__ = ["table"]
 
@@ -25,7 +28,12 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _inside(kubeconfig: str | None, context: str | None, namespace: str | None) -> Inside:
+def _inside(
+    kubeconfig: str | None, context: str | None, namespace: str | None, local: bool = False
+) -> FluxVerbs:
+    if local:
+        store = LocalStore()
+        return LocalInside(lambda name, submit: store.running(name, submit=submit).flux_root)
     return Inside(connect(kubeconfig, context, namespace), kubeconfig=kubeconfig, context=context)
 
 
@@ -99,6 +107,7 @@ def _submit_options(func: Any) -> Any:
 @click.argument("name", type=KUBE_NAME)
 @_submit_options
 @kube_options(short_namespace=False)
+@local_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def submit_command(
     name: str,
@@ -112,11 +121,12 @@ def submit_command(
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
+    local: bool,
     **flux: Any,
 ) -> int:
     """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
     options = pop_flux_options(flux).words()
-    inside = _inside(kubeconfig, context, namespace)
+    inside = _inside(kubeconfig, context, namespace, local)
     shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
     if watch:
         return inside.submit_watch(name, list(command), cc=cc, **shape)
@@ -132,6 +142,7 @@ def submit_command(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @kube_options()
+@local_option()
 def jobs_command(
     name: str,
     all_jobs: bool,
@@ -139,9 +150,10 @@ def jobs_command(
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
+    local: bool,
 ) -> int:
     """List the jobs of a running MiniCluster (like flux jobs)."""
-    jobs = _inside(kubeconfig, context, namespace).jobs(name, all_jobs=all_jobs)
+    jobs = _inside(kubeconfig, context, namespace, local).jobs(name, all_jobs=all_jobs)
     if output == "json":
         click.echo(json.dumps([job.to_dict() for job in jobs], indent=2))
     else:
@@ -155,11 +167,17 @@ def jobs_command(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @kube_options()
+@local_option()
 def status_command(
-    name: str, output: str, kubeconfig: str | None, context: str | None, namespace: str | None
+    name: str,
+    output: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    local: bool,
 ) -> int:
     """Brokers up and down per rank, resources free and allocated, the queue."""
-    status = _inside(kubeconfig, context, namespace).status(name)
+    status = _inside(kubeconfig, context, namespace, local).status(name)
     if output == "json":
         click.echo(json.dumps(status.to_dict(), indent=2))
     else:
@@ -171,15 +189,17 @@ def status_command(
 @click.argument("name", type=KUBE_NAME)
 @click.argument("jobids", nargs=-1, required=True)
 @kube_options()
+@local_option()
 def cancel_command(
     name: str,
     jobids: tuple[str, ...],
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
+    local: bool,
 ) -> int:
     """Cancel jobs in a running MiniCluster."""
-    _inside(kubeconfig, context, namespace).cancel(name, list(jobids))
+    _inside(kubeconfig, context, namespace, local).cancel(name, list(jobids))
     return 0
 
 
@@ -187,8 +207,14 @@ def cancel_command(
 @click.argument("name", type=KUBE_NAME)
 @click.argument("jobid")
 @kube_options()
+@local_option()
 def attach_command(
-    name: str, jobid: str, kubeconfig: str | None, context: str | None, namespace: str | None
+    name: str,
+    jobid: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    local: bool,
 ) -> int:
     """Stream a job's output; exit with its exit code (flux job attach)."""
-    return _inside(kubeconfig, context, namespace).attach(name, jobid)
+    return _inside(kubeconfig, context, namespace, local).attach(name, jobid)

@@ -14,7 +14,7 @@ from fluxhop.cluster.inside import kubectl_flags
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import LocalToolMissing
 
-__all__ = ["connect", "kube_options", "kubectl_flags", "need_tool"]
+__all__ = ["connect", "kube_options", "kubectl_flags", "local_option", "need_tool"]
 
 
 TIMEOUT_KEY = "fluxhop.request_timeout"
@@ -60,6 +60,12 @@ def connect(kubeconfig: str | None, context: str | None, namespace: str | None) 
     ctx = click.get_current_context(silent=True)
     timeout = ctx.meta.get(TIMEOUT_KEY, DEFAULT_REQUEST_TIMEOUT) if ctx else DEFAULT_REQUEST_TIMEOUT
     return MiniClusters(Kube.connect(kubeconfig, context, namespace, request_timeout=timeout))
+
+
+def local_option(
+    help: str = "A MiniCluster on this machine (fluxhop create --local), not on Kubernetes.",
+) -> Callable[[Any], Any]:
+    return click.option("--local", is_flag=True, help=help)
 
 
 def need_tool(name: str, why: str) -> str:

@@ -10,8 +10,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from fluxhop.errors import AlreadyExists, InputError, NotFound
-from fluxhop.local.instance import LocalInstance, Sink
+from fluxhop.errors import AlreadyExists, InputError, InstanceError, NotFound
+from fluxhop.local.broker import Sink
+from fluxhop.local.instance import LocalInstance
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
@@ -114,6 +115,22 @@ class LocalMiniClusters:
     def wait_ready(self, name: str) -> str:
         """Until rank 0 takes connections; its FLUX_URI (for flux proxy)."""
         return self.require(name).wait_ready()
+
+    def flux_root(self, name: str, submit: bool = False) -> str:
+        """Rank 0's Flux root once it takes jobs (for flux verbs, local/inside.py)."""
+        instance = self.require(name)
+        if instance.exit_code is not None or (
+            instance.brokers and instance.brokers[0].process.poll() is not None
+        ):
+            raise InstanceError(f"MiniCluster {name} has finished; its instance is gone")
+        if submit and not instance.interactive:
+            raise InstanceError(
+                f"MiniCluster {name} is not interactive: its instance ends with the job rank 0 "
+                "runs; create one with no command to submit jobs into"
+            )
+        instance.wait_running()
+        assert instance.layout is not None
+        return instance.layout.flux_root(0)
 
     def logs(self, name: str, *, follow: bool = False) -> Iterator[str]:
         return (line for line in self.require(name).lines())

@@ -11,112 +11,37 @@ happened before.
 from __future__ import annotations
 
 import os
-import re
+import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import closing, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import IO, Protocol
 
 from fluxhop.errors import BrokerFailed, JoinTimeout, LocalError, PortConflict, WaitTimeout
 from fluxhop.flux.curve import CurveCert
+from fluxhop.local.broker import TAIL_LINES, Broker, Sink, chatter
 from fluxhop.local.flux import check_version, find_flux
-from fluxhop.render.localhost import LOOPBACK, LocalLayout, local_bundle
+from fluxhop.local.processes import POLL, STOP_GRACE, free_ports, group_alive
+from fluxhop.render.localhost import LocalLayout, local_bundle
 from fluxhop.spec.minicluster import MiniCluster
 
-__all__ = ["LocalInstance", "free_ports"]
+__all__ = ["EXIT_FILE", "OUTPUT_FILE", "LocalInstance", "free_ports"]
 
-TAIL_LINES = 20
+# Detached brokers outlive the command that started them; their Popen objects
+# are kept here so that dropping them does not warn that they still run.
+_DETACHED: list[subprocess.Popen[str]] = []
+EXIT_FILE = "exit-code"  # a detached rank 0's exit code
+OUTPUT_FILE = "output.log"  # a detached rank 0's stdout (the job's output)
+
 SHOWN_LINES = 8
-STOP_GRACE = 5.0  # seconds between TERM and KILL
 WORKER_GRACE = 10.0  # seconds workers get to leave after rank 0 is done
-POLL = 0.05
 INHERITED = ("FLUX_URI", "FLUX_JOB_", "FLUX_TASK_", "FLUX_KVS_NAMESPACE", "PMI_", "PMIX_")
-# The brokers' notice/info/debug lines (syslog levels 5-7) and the
-# entrypoint's progress lines: shown only when verbose, as flux start does.
-_CHATTER = re.compile(r"<[5-7]>|fluxhop: (?!error:)")
-
-
-def chatter(line: str) -> bool:
-    """A log line a quiet run does not show (it still goes to the failure tail)."""
-    return _CHATTER.match(line) is not None
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on the loopback interface right now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-class Sink(Protocol):
-    """Where rank 0's output goes (a text stream)."""
-
-    def write(self, text: str, /) -> int: ...
-
-    def flush(self) -> None: ...
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class _Broker:
-    """One rank's process and the tail of what it printed."""
-
-    def __init__(self, rank: int, process: subprocess.Popen[str]) -> None:
-        self.rank = rank
-        self.process = process
-        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self.threads: list[threading.Thread] = []
-
-    def pump(
-        self,
-        stream: IO[str] | None,
-        sink: Sink | None,
-        lines: deque[str] | None,
-        *,
-        strip: bool = True,
-        hide: Callable[[str], bool] | None = None,
-    ) -> None:
-        def copy() -> None:
-            assert stream is not None
-            with closing(stream):
-                for line in stream:
-                    if sink is not None and not (hide and hide(line)):
-                        sink.write(line)
-                        sink.flush()
-                    if lines is not None:
-                        lines.append(line.rstrip("\n") if strip else line)
-
-        thread = threading.Thread(target=copy, name=f"fluxhop-rank{self.rank}", daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def finish_output(self, timeout: float = 5.0) -> None:
-        for thread in self.threads:
-            thread.join(timeout)
 
 
 class LocalInstance:
@@ -136,9 +61,16 @@ class LocalInstance:
         stdout: Sink | None = None,
         stderr: Sink | None = None,
         verbose: bool = False,
+        detached: Path | None = None,
     ) -> None:
         """``verbose`` passes the brokers' info lines on to ``stderr``; by
-        default only warnings and errors are shown, as with ``flux start``."""
+        default only warnings and errors are shown, as with ``flux start``.
+
+        ``detached``: the instance lives in that (new) directory and its
+        brokers outlive this process: their output goes to files there
+        (``output.log`` is rank 0's stdout, ``rank-N.log`` each rank's log)
+        and rank 0's exit code to ``exit-code`` (see local/store.py)."""
+        self.detached = detached
         self.spec = spec
         self.verbose = verbose
         self.flux_arg = flux
@@ -148,7 +80,7 @@ class LocalInstance:
         self.stderr: Sink = stderr if stderr is not None else sys.stderr
         self.root: Path | None = None
         self.layout: LocalLayout | None = None
-        self.brokers: list[_Broker] = []
+        self.brokers: list[Broker] = []
         self.ports: list[int] = []
         self.output: deque[str] = deque(maxlen=10_000)  # rank 0's stdout, for logs()
         self.started: float | None = None
@@ -184,7 +116,11 @@ class LocalInstance:
         path.chmod(mode)
 
     def _prepare(self, flux: str) -> list[str]:
-        self.root = Path(tempfile.mkdtemp(prefix="fluxhop-", dir=self.workdir))
+        if self.detached is not None:
+            self.detached.mkdir(mode=0o700)  # exists: another instance's; never shared
+            self.root = self.detached
+        else:
+            self.root = Path(tempfile.mkdtemp(prefix="fluxhop-", dir=self.workdir))
         self.layout = LocalLayout(str(self.root), self.name, self.size)
         self.ports = free_ports(self.size)
         bundle = local_bundle(self.spec, self.layout, self.ports, CurveCert.generate(self.name))
@@ -232,6 +168,9 @@ class LocalInstance:
             entrypoint = f"{self.layout.paths.config_dir}/entrypoint.sh"
             for rank in range(self.size):
                 argv = ["bash", entrypoint, *(args if rank == 0 else [])]
+                if self.detached is not None:
+                    self._start_detached(rank, argv, flux)
+                    continue
                 process = subprocess.Popen(
                     argv,
                     env=self._environment(flux, rank),
@@ -242,7 +181,7 @@ class LocalInstance:
                     text=True,
                     start_new_session=True,
                 )
-                broker = _Broker(rank, process)
+                broker = Broker(rank, process)
                 self.brokers.append(broker)
                 if rank == 0:
                     broker.pump(process.stdout, self.stdout, self.output, strip=False)
@@ -254,11 +193,36 @@ class LocalInstance:
             self.stop()
             raise
 
+    def _start_detached(self, rank: int, argv: list[str], flux: str) -> None:
+        """A broker that outlives fluxhop: own session, no pipes, output in files."""
+        assert self.root is not None
+        if rank == 0:  # its exit code, for later commands (written once it ends)
+            record = f'"$@"; code=$?; echo "$code" > {shlex.quote(str(self.root / EXIT_FILE))}; exit "$code"'
+            argv = ["bash", "-c", record, "fluxhop", *argv]
+        log = self.root / f"rank-{rank}.log"
+        with open(log, "a") as err, open(self.root / OUTPUT_FILE if rank == 0 else log, "a") as out:
+            process = subprocess.Popen(
+                argv,
+                env=self._environment(flux, rank),
+                cwd=self.spec.spec.flux_container.working_dir or os.getcwd(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                text=True,
+                start_new_session=True,
+            )
+        broker = Broker(rank, process)
+        broker.log = log
+        self.brokers.append(broker)
+        _DETACHED.append(process)
+
     # --- watch -------------------------------------------------------------------
 
-    def _failure(self, broker: _Broker, code: int) -> LocalError:
+    def _failure(self, broker: Broker, code: int) -> LocalError:
         broker.finish_output()
         lines = list(broker.tail)
+        if broker.log is not None and broker.log.exists():
+            lines = broker.log.read_text(errors="replace").splitlines()[-TAIL_LINES:]
         text = "\n".join(lines)
         host = self.layout.host(broker.rank) if self.layout else f"rank {broker.rank}"
         if "Address already in use" in text:
@@ -340,6 +304,34 @@ class LocalInstance:
         self._watch(socket_path.exists, joined=socket_path.exists)
         return self.uri
 
+    def wait_running(self) -> str:
+        """Wait until rank 0 takes jobs (its broker in RUN state, rc1 done:
+        `flux proxy` waits for that with the state-machine.wait RPC); its URI."""
+        uri = self.wait_ready()
+        flux = find_flux(self.flux_arg)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED)}
+        try:
+            result = subprocess.run(
+                [flux, "proxy", uri, "true"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.join_timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise self._join_timeout() from None
+        if result.returncode != 0:
+            lead = self.brokers[0]
+            code = lead.process.poll()
+            if code is not None:
+                raise self._failure(lead, code)
+            raise LocalError(
+                f"MiniCluster {self.name} did not come up: flux proxy {uri}: "
+                + (result.stderr.strip().splitlines() or ["failed"])[-1]
+            )
+        return uri
+
     def serve(self) -> None:
         """Keep an interactive instance up until a broker exits (or Ctrl-C)."""
         self._watch(lambda: self.brokers[0].process.poll() is not None, joined=lambda: True)
@@ -378,9 +370,7 @@ class LocalInstance:
         for broker in self.brokers:
             with suppress(subprocess.TimeoutExpired):
                 broker.process.wait(max(0.0, deadline - time.monotonic()))
-        while (
-            any(_group_alive(b.process.pid) for b in self.brokers) and time.monotonic() < deadline
-        ):
+        while any(group_alive(b.process.pid) for b in self.brokers) and time.monotonic() < deadline:
             time.sleep(POLL)
         self._signal(signal.SIGKILL)
         for broker in self.brokers:

@@ -1,8 +1,9 @@
 """Flux commands inside a running MiniCluster, as plain data: the argv that
-runs rank 0's own ``flux`` through ``kubectl exec`` (argv reaches flux word
-for word: bash gets the words as positional parameters, never as text to
-parse), and what flux's answers mean (``flux jobs --json``, the resource and
-queue status). Running them is the cluster layer's job (cluster/inside.py).
+runs rank 0's own ``flux`` where its broker is (argv reaches flux word for
+word: bash gets the words as positional parameters, never as text to parse),
+and what flux's answers mean (``flux jobs --json``, the resource and queue
+status). workload/verbs.py puts them together; cluster/inside.py (through
+kubectl exec) and local/inside.py (on this machine) say how to get there.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from typing import Any
 from fluxhop.errors import InputError
 from fluxhop.flux import hostlist, idset
 from fluxhop.flux.jobid import f58
-from fluxhop.render.targets import Target
-from fluxhop.workload.root import Root
 
 __all__ = [
     "BROKER_NOT_STARTED",
@@ -24,7 +23,7 @@ __all__ = [
     "Broker",
     "InstanceStatus",
     "Job",
-    "exec_argv",
+    "in_pod",
     "parse_jobs",
     "parse_status",
     "submit_args",
@@ -57,36 +56,11 @@ STATUS_SCRIPT = (
 )
 
 
-def exec_argv(
-    kubectl: Sequence[str],
-    root: Root,
-    pod: str,
-    args: Sequence[str],
-    *,
-    script: str = FLUX_SCRIPT,
-    stdin: bool = False,
-) -> list[str]:
-    """``kubectl exec`` into rank 0's Flux container running ``script`` with
-    ``args`` as its positional parameters (default: ``flux ARGS...``)."""
-    if root.target is Target.MINICLUSTER:
-        prelude, flux_root = _OPERATOR_PRELUDE, "-"
-    else:
-        prelude, flux_root = _PRELUDE, root.flux_root
-    return [
-        *kubectl,
-        "exec",
-        *(["-i"] if stdin else []),
-        pod,
-        "-c",
-        root.container,
-        "--",
-        "bash",
-        "-c",
-        prelude + script,
-        "fluxhop",
-        flux_root,
-        *args,
-    ]
+def in_pod(flux_root: str | None, args: Sequence[str], *, script: str = FLUX_SCRIPT) -> list[str]:
+    """``bash -c SCRIPT`` with flux's ``args`` as positional parameters, run
+    where rank 0's broker is (``flux_root``; None: a Flux Operator pod)."""
+    prelude = _OPERATOR_PRELUDE if flux_root is None else _PRELUDE
+    return ["bash", "-c", prelude + script, "fluxhop", flux_root or "-", *args]
 
 
 def submit_args(
