@@ -129,6 +129,10 @@ def test_an_ensemble_is_one_exec(pod, capfd):
         (["submit", "demo", "-o", "=x", "--", "true"], "-o/--setopt '=x': write it as KEY[=VALUE]"),
         (["submit", "demo", "--cc", "1-x", "--", "true"], "--cc '1-x'"),
         (["submit", "demo", "-N", "0", "--", "true"], "-N must be 1 or more"),
+        (
+            ["submit", "demo", "--env", "NOVALUE", "--", "true"],
+            "--env 'NOVALUE': write it as KEY=VALUE",
+        ),
         (["cancel", "demo", "not-a-job"], "job ID 'not-a-job' is neither F58"),
         (["submit", "nosuch", "--", "true"], "MiniCluster nosuch not found"),
     ],
@@ -253,7 +257,18 @@ def test_watch_and_attach_carry_the_jobs_output_and_exit_code(real, capfd):
     jobid, output = out.split("\n", 1)  # flux submit --watch prints the ID, then the output
     parse_jobid(jobid)
     assert output == "a  b\n"
-    code, out, _ = cli(capfd, "submit", "demo", *config, "--", "sh", "-c", "echo later; exit 4")
+    code, out, _ = cli(
+        capfd,
+        "submit",
+        "demo",
+        *config,
+        "--env",
+        "WORD=later",
+        "--",
+        "sh",
+        "-c",
+        'echo "$WORD"; exit 4',
+    )
     jobid = out.strip()
     code, out, _ = cli(capfd, "attach", "demo", jobid, *config)
     assert code == 4 and "later" in out

@@ -14,6 +14,7 @@ from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.inside import Inside
 from fluxhop.local.inside import LocalInside
 from fluxhop.local.store import LocalStore
+from fluxhop.spec.flags import parse_env
 from fluxhop.workload.inside import InstanceStatus, Job
 from fluxhop.workload.verbs import FluxVerbs
 
@@ -92,6 +93,12 @@ def _submit_options(func: Any) -> Any:
             click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
             *flux_job_options(),
             click.option(
+                "--env",
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="Environment variable of the job (repeatable).",
+            ),
+            click.option(
                 "--cc", metavar="IDSET", help="Submit one job per id (e.g. 1-100), in one exec."
             ),
             click.option(
@@ -118,6 +125,7 @@ def submit_command(
     gpus: int | None,
     cc: str | None,
     watch: bool,
+    env: tuple[str, ...],
     kubeconfig: str | None,
     context: str | None,
     namespace: str | None,
@@ -126,6 +134,7 @@ def submit_command(
 ) -> int:
     """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
     options = pop_flux_options(flux).words()
+    options += [f"--env={key}={value}" for key, value in parse_env(env).items()]
     inside = _inside(kubeconfig, context, namespace, local)
     shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
     if watch:
