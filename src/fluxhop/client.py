@@ -94,6 +94,7 @@ class Client:
 
     @property
     def namespace(self) -> str:
+        """The namespace the client works in (``local`` for the local backend)."""
         return self.backend.namespace
 
     @staticmethod
@@ -114,9 +115,11 @@ class Client:
         return self.backend.create(model, chosen, cluster_domain=self.cluster_domain)
 
     def get(self, name: str) -> Status:
+        """The MiniCluster's status: state, size, pods, rank 0's exit code."""
         return self.backend.status(name)
 
     def list(self) -> list[Status]:
+        """Every MiniCluster fluxhop created in the namespace."""
         return self.backend.list()
 
     def wait(self, name: str, timeout: float | None = 600) -> Status:
@@ -128,9 +131,11 @@ class Client:
         return self.backend.logs(name, follow=follow)
 
     def scale(self, name: str, size: int) -> Status:
+        """Resize to ``size`` nodes, within the MiniCluster's maxSize."""
         return self.backend.scale(name, size)
 
     def delete(self, name: str) -> None:
+        """Delete the MiniCluster and everything it owns (one DELETE of its root)."""
         self.backend.delete(name)
 
     # --- inside a running MiniCluster (rank 0's flux, through kubectl exec) ----
@@ -177,6 +182,7 @@ class Client:
         return ids if cc is not None else ids[0]
 
     def jobs(self, name: str, *, all_jobs: bool = False) -> list[Job]:
+        """The jobs of a running MiniCluster (``all_jobs``: finished ones too)."""
         return self.inside.jobs(name, all_jobs=all_jobs)
 
     def status(self, name: str) -> InstanceStatus:
@@ -184,6 +190,7 @@ class Client:
         return self.inside.status(name)
 
     def cancel(self, name: str, jobid: str | Sequence[str]) -> None:
+        """Cancel one job or several in a running MiniCluster."""
         self.inside.cancel(name, [jobid] if isinstance(jobid, str) else list(jobid))
 
     def attach(self, name: str, jobid: str) -> int:
@@ -191,6 +198,7 @@ class Client:
         return self.inside.attach(name, jobid)
 
     def close(self) -> None:
+        """Close the connection (a local backend: stop its MiniClusters)."""
         if self._backend is not None:
             self._backend.close()
 

@@ -195,3 +195,17 @@ def test_the_operator_target_says_what_it_cannot_carry():
         {"key": "a", "operator": "Exists", "effect": "NoSchedule"}
     ]
     assert QUEUE not in cr["metadata"]["labels"]
+
+
+def test_toleration_seconds_is_kept_for_pods_but_not_sent_to_the_flux_operator():
+    spec = spec_of(
+        pod={"tolerations": [{"key": "spot", "operator": "Exists", "tolerationSeconds": 60}]}
+    )
+    assert (
+        template_of(render(spec, "job", cert=CERT))["spec"]["tolerations"][0]["tolerationSeconds"]
+        == 60
+    )
+    with pytest.warns(FluxhopWarning, match="tolerationSeconds is not copied"):
+        cr = next(o for o in render(spec, "minicluster", cert=CERT) if o["kind"] == "MiniCluster")
+    validate(cr)  # the CRD has no tolerationSeconds: the API server would refuse it
+    assert cr["spec"]["pod"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]

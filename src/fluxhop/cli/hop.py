@@ -89,7 +89,11 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
 @click.option("--succeed", is_flag=True, help="Label the job always-succeed.")
 @click.option("--exclusive", is_flag=True, help="Run the command with --exclusive.")
 @click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment (repeatable).")
-@click.option("--pull-policy", type=click.Choice(["Always", "IfNotPresent", "Never"]))
+@click.option(
+    "--pull-policy",
+    type=click.Choice(["Always", "IfNotPresent", "Never"]),
+    help="The image's pull policy (default: the cluster's).",
+)
 @click.option("--pull-secret", help="Name of an existing image pull Secret.")
 @click.option("--name", type=KUBE_NAME, help="MiniCluster name (default: a random adjective-noun).")
 @click.option(
@@ -99,7 +103,13 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
     help="Device plugin resource of the Slingshot NIC.",
 )
 @target_option()
-@click.option("--cluster-domain", type=DOMAIN, default="cluster.local", show_default=True)
+@click.option(
+    "--cluster-domain",
+    type=DOMAIN,
+    default="cluster.local",
+    show_default=True,
+    help="The cluster's DNS domain.",
+)
 @kube_options(short_namespace=False)
 @click.option("--dry-run", is_flag=True, help="Print the objects instead of creating them.")
 @output_option("--output")

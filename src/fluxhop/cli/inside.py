@@ -148,7 +148,12 @@ def submit_command(
 @click.argument("name", type=KUBE_NAME)
 @click.option("-a", "--all", "all_jobs", is_flag=True, help="Also the jobs that have finished.")
 @click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
 )
 @kube_options()
 @local_option()
@@ -173,7 +178,12 @@ def jobs_command(
 @click.command("status")
 @click.argument("name", type=KUBE_NAME)
 @click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
 )
 @kube_options()
 @local_option()

@@ -344,11 +344,9 @@ class HostRun:
 
 
 def runs(text: str) -> list[HostRun]:
-    """The runs a hostlist decodes into, without expanding them.
-
-    >>> [(r.first, r.last, r.count) for r in runs("node[1-1000],login")]
-    [('node1', 'node1000', 1000), ('login', 'login', 1)]
-    """
+    """The runs a hostlist decodes into, without expanding them:
+    ``runs("node[1-1000],login")`` is the run node1..node1000 (count 1000),
+    then the single host login."""
     return [HostRun(r.prefix, r.lo, r.hi, r.width, r.single) for r in _decode_ranges(text)]
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
+    "ATTRIBUTES",
     "CXI_RESOURCE",
     "DEFAULT_IMAGE",
     "DEFAULT_MOUNT",
@@ -44,21 +45,36 @@ DEFAULT_IMAGE = "ghcr.io/converged-computing/flux-slingshot:ubuntu2404"
 DEFAULT_MOUNT = "/mnt/nnf/rabbit"
 CXI_RESOURCE = "beta.hpe.com/cxi"  # the CXI device plugin's resource name
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-KEYS = (
-    "image",
-    "workdir",
-    "command",
-    "add_flux",
-    "succeed",
-    "exclusive",
-    "tasks",
-    "nodes",
-    "rabbits",
-    "env",
-    "pull_policy",
-    "pull_secret",
-    "rabbit_mount",
-)
+# Every rabbit.mpi.* key: (what it takes, its default, what it does). The one
+# source of the keys the parser accepts and of the generated reference page.
+ATTRIBUTES: dict[str, tuple[str, str, str]] = {
+    "image": ("string", f"`{DEFAULT_IMAGE}`", "the image the MPI workers run"),
+    "workdir": ("string", "the image's", "working directory of the command"),
+    "command": (
+        "string (split like a shell) or JSON list",
+        "none: interactive",
+        "the job rank 0 runs; without one the MiniCluster waits for jobs",
+    ),
+    "add_flux": (
+        "bool",
+        "true unless the image is the default (which has Flux)",
+        "add the Flux view init container",
+    ),
+    "succeed": ("bool", "false", "label the job always-succeed"),
+    "exclusive": ("bool", "false", "accepted; every job takes whole nodes anyway"),
+    "tasks": ("whole number", "one task per node", "tasks of the job"),
+    "nodes": ("whole number", "all rabbits", "how many of the rabbits to use"),
+    "rabbits": ("`a,b` or JSON list", "all of the job's rabbits", "which rabbits to use"),
+    "env": ("`env.NAME=value`", "none", "environment variables of the workers"),
+    "pull_policy": ("Always, IfNotPresent, Never", "the cluster's", "the image's pull policy"),
+    "pull_secret": ("string", "none", "Secret to pull the image with"),
+    "rabbit_mount": (
+        "absolute path",
+        f"`{DEFAULT_MOUNT}`",
+        "where the rabbit file systems are mounted",
+    ),
+}
+KEYS = tuple(ATTRIBUTES)
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 

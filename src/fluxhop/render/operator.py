@@ -50,6 +50,14 @@ _LEFT_OUT = {
 
 
 def _leave_out(body: dict[str, Any]) -> None:
+    for toleration in (body.get("pod") or {}).get("tolerations") or []:
+        if toleration.pop("tolerationSeconds", None) is not None:
+            warnings.warn(
+                "spec.pod.tolerations[].tolerationSeconds is not copied into the MiniCluster "
+                "resource: the Flux Operator's CRD has no such field",
+                FluxhopWarning,
+                stacklevel=3,
+            )
     for (section, field), why in _LEFT_OUT.items():
         part = body.get(section) or {}
         if part.pop(field, None) is not None:
