@@ -229,6 +229,7 @@ class FakeAPIServer:
         self.crds = DEFAULT_CRDS if crds is None else crds
         self.runner = runner
         self.schedulable = True
+        self.flux_operator = True  # a stand-in Flux Operator turns MiniClusters into Jobs
         self.step_delay = 0.005
         self.logs: dict[tuple[str, str], list[str]] = {}
         self.closed = False
@@ -344,8 +345,16 @@ class FakeAPIServer:
             if params.get("watch") == "true":
                 return self._watch(kind, namespace, params)
             return self._list(api_version, kind, namespace, params)
+        if request.method == "POST" and name is None:
+            return self._create(kind, namespace, request)
+        if request.method == "GET" and sub == "scale":
+            return self._scale(kind, namespace, name, None)
         if request.method == "GET":
             return self._get(kind, namespace, name)
+        if request.method == "PATCH" and sub == "status":
+            return self._patch_status(kind, namespace, name, request)
+        if request.method == "PATCH" and sub == "scale":
+            return self._scale(kind, namespace, name, request)
         if request.method == "PATCH":
             return self._patch(api_version, kind, namespace, name, request, seen.content_type)
         if request.method == "DELETE":
@@ -436,6 +445,10 @@ class FakeAPIServer:
                     return httpx2.Response(
                         200, json=copy.deepcopy(existing)
                     )  # no change, same resourceVersion
+                if candidate.get("spec") != existing.get("spec"):
+                    candidate["metadata"]["generation"] = (
+                        existing["metadata"].get("generation", 1) + 1
+                    )
             else:
                 candidate["metadata"].update(
                     uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1
@@ -448,6 +461,73 @@ class FakeAPIServer:
                 )
             self._put(kind, namespace, candidate, "MODIFIED" if existing else "ADDED")
             return httpx2.Response(201 if existing is None else 200, json=copy.deepcopy(candidate))
+
+    def _create(self, kind: str, namespace: str, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        name = body.get("metadata", {}).get("name")
+        with self.lock:
+            if (kind, namespace, name) in self.store:
+                return status(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
+            body.setdefault("metadata", {})["namespace"] = namespace
+            body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now())
+            try:
+                validate(body)
+            except SchemaError as err:
+                return status(422, "Invalid", f"{kind} {name} is invalid: {err}")
+            self._put(kind, namespace, body, "ADDED")
+            return httpx2.Response(201, json=copy.deepcopy(body))
+
+    def _patch_status(
+        self, kind: str, namespace: str, name: str, request: httpx2.Request
+    ) -> httpx2.Response:
+        """The status subresource: only .status changes, the generation stays."""
+        body = json.loads(request.content)
+        with self.lock:
+            existing = self.store.get((kind, namespace, name))
+            if existing is None:
+                return not_found(kind, name)
+            candidate = copy.deepcopy(existing)
+            candidate["status"] = merge_patch(
+                existing.get("status") or {}, body.get("status") or {}
+            )
+            if candidate == existing:
+                return httpx2.Response(200, json=copy.deepcopy(existing))
+            try:
+                validate(candidate)
+            except SchemaError as err:
+                return status(422, "Invalid", f"{kind} {name} is invalid: {err}")
+            self._put(kind, namespace, candidate, "MODIFIED")
+            return httpx2.Response(200, json=copy.deepcopy(candidate))
+
+    def _scale(
+        self, kind: str, namespace: str, name: str, request: httpx2.Request | None
+    ) -> httpx2.Response:
+        """The scale subresource of a MiniCluster (spec.size, status.size/selector)."""
+        with self.lock:
+            existing = self.store.get((kind, namespace, name))
+            if existing is None or kind != "MiniCluster":
+                return not_found(kind, name)
+            if request is not None:
+                replicas = json.loads(request.content).get("spec", {}).get("replicas")
+                if not isinstance(replicas, int) or replicas < 0:
+                    return status(422, "Invalid", "spec.replicas must be a non-negative integer")
+                if replicas != existing["spec"].get("size"):
+                    existing["spec"]["size"] = replicas
+                    existing["metadata"]["generation"] = (
+                        existing["metadata"].get("generation", 1) + 1
+                    )
+                    self._bump("MODIFIED", kind, namespace, existing)
+            scale = {
+                "apiVersion": "autoscaling/v1",
+                "kind": "Scale",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"replicas": existing["spec"].get("size", 1)},
+                "status": {
+                    "replicas": (existing.get("status") or {}).get("size", 0),
+                    "selector": (existing.get("status") or {}).get("selector", ""),
+                },
+            }
+            return httpx2.Response(200, json=scale)
 
     def _delete(self, kind: str, namespace: str, name: str) -> httpx2.Response:
         with self.lock:
@@ -602,7 +682,7 @@ class FakeAPIServer:
 
     def _reconcile(self) -> None:
         for (kind, namespace, _), obj in list(self.store.items()):
-            if kind == "MiniCluster":
+            if kind == "MiniCluster" and self.flux_operator:
                 self._operator(namespace, obj)
             elif kind == "JobSet":
                 self._jobset(namespace, obj)

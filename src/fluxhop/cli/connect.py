@@ -22,7 +22,6 @@ from fluxhop.cli.kubeopts import connect, kube_options, kubectl_flags, need_tool
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import NotFound
-from fluxhop.render.targets import Target
 from fluxhop.workload import Root
 
 OPERATOR_SHELL = ". /mnt/flux/flux-view.sh && exec flux proxy $fluxsocket bash"
@@ -38,7 +37,7 @@ def _lead(ops: MiniClusters, name: str) -> tuple[Root, str]:
 
 
 def shell_argv(kubectl: str, flags: list[str], root: Root, pod: str) -> list[str]:
-    if root.target is Target.MINICLUSTER:
+    if not root.fluxhop_pods:
         inner = ["bash", "-c", OPERATOR_SHELL]
     else:
         inner = ["bash", f"{root.config_dir}/connect.sh"]
@@ -100,7 +99,7 @@ def proxy_command(
     ops = connect(kubeconfig, context, namespace)
     root, pod = _lead(ops, name)
     flags = kubectl_flags(kubeconfig, context, ops.kube.namespace)
-    if root.target is Target.MINICLUSTER:
+    if not root.fluxhop_pods:
         socket, remote_flux = OPERATOR_SOCKET, "/mnt/flux/view/bin/flux"
     else:
         base = root.flux_root

@@ -101,8 +101,10 @@ class Kube:
         sleep: Callable[[float], None] = time.sleep,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        field_manager: str = FIELD_MANAGER,
     ) -> None:
         self.client = client
+        self.field_manager = field_manager
         self.namespace = namespace
         self.server = server
         self.context = context
@@ -170,6 +172,7 @@ class Kube:
             sleep=self.sleep,
             request_timeout=self.request_timeout,
             clock=self.clock,
+            field_manager=self.field_manager,
         )
 
     # --- error handling -------------------------------------------------
@@ -263,7 +266,7 @@ class Kube:
             what,
             name,
             lambda: self.client.apply(
-                resource, namespace=self.namespace, field_manager=FIELD_MANAGER, force=force
+                resource, namespace=self.namespace, field_manager=self.field_manager, force=force
             ),
         )
         return result.to_dict()  # type: ignore[no-any-return]
@@ -328,6 +331,33 @@ class Kube:
             ),
         )
         return result.to_dict()  # type: ignore[no-any-return]
+
+    def patch_status(self, kind_name: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """A merge patch of the status subresource."""
+        what = kind(kind_name)
+        result = self._call(
+            "patch",
+            what,
+            name,
+            lambda: self.client.patch(
+                what.resource.Status,
+                name,
+                {"status": status},
+                namespace=self.namespace,
+                patch_type=PatchType.MERGE,
+            ),
+        )
+        return result.to_dict()  # type: ignore[no-any-return]
+
+    def create_event(self, event: dict[str, Any]) -> None:
+        """Record a Kubernetes Event (core/v1)."""
+        what = kind("Event")
+        self._call(
+            "create",
+            what,
+            event["metadata"].get("name"),
+            lambda: self.client.create(what.resource(event), namespace=self.namespace),
+        )
 
     def watch(
         self,

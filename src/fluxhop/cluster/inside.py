@@ -14,7 +14,6 @@ import subprocess
 
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InstanceError, LocalToolMissing, NotFound
-from fluxhop.render.targets import Target
 from fluxhop.workload import Root
 from fluxhop.workload.verbs import FluxVerbs, Runner
 
@@ -86,4 +85,4 @@ class Inside(FluxVerbs):
         root, pod = self._lead(name, submit=submit)
         prefix = [kubectl, *self.flags, "exec", *(["-i"] if stdin else []), pod]
         prefix += ["-c", root.container, "--"]
-        return prefix, None if root.target is Target.MINICLUSTER else root.flux_root
+        return prefix, root.flux_root if root.fluxhop_pods else None

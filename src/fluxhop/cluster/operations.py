@@ -35,6 +35,7 @@ from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.marks import (
+    OPERATED,
     ROOT_KINDS,
     SPEC_HASH,
     TARGET_LABEL,
@@ -157,12 +158,13 @@ class MiniClusters:
                 continue
             if obj is None:
                 continue
+            if _owned_by_a_root(obj):
+                continue  # e.g. the Job an operator (the Flux Operator's, or ours) made
             labels = obj["metadata"].get("labels") or {}
             if labels.get(MANAGED_BY) == "fluxhop":
                 return Root(labels.get(TARGET_LABEL, target), obj)
-            owners = {ref.get("kind") for ref in obj["metadata"].get("ownerReferences") or []}
-            if owners & set(ROOT_KINDS.values()):
-                continue  # e.g. the Job the Flux Operator made for a MiniCluster
+            if OPERATED in (obj["metadata"].get("annotations") or {}):
+                return Root(target, obj)  # a MiniCluster resource fluxhop's operator runs
             raise NotOurs(
                 f"{kind_name} {name} exists but was not created by fluxhop; leaving it alone"
             )
@@ -200,7 +202,17 @@ class MiniClusters:
                 )
             except NotInstalled:
                 continue
-            statuses += [self.status(Root(target, obj)) for obj in objects]
+            if target is Target.MINICLUSTER:  # and the resources fluxhop's operator runs
+                names = {o["metadata"]["name"] for o in objects}
+                objects += [
+                    o
+                    for o in self.kube.list(kind_name)
+                    if OPERATED in (o["metadata"].get("annotations") or {})
+                    and o["metadata"]["name"] not in names
+                ]
+            statuses += [
+                self.status(Root(target, obj)) for obj in objects if not _owned_by_a_root(obj)
+            ]
         return sorted(statuses, key=lambda s: s.name)
 
     # --- wait / logs --------------------------------------------------------------
@@ -456,6 +468,11 @@ class MiniClusters:
     def delete_root(self, root: Root) -> None:
         """One DELETE of the root; the garbage collector removes the rest."""
         self.kube.delete(ROOT_KINDS[root.target], root.name)
+
+
+def _owned_by_a_root(obj: dict[str, Any]) -> bool:
+    owners = {ref.get("kind") for ref in obj["metadata"].get("ownerReferences") or []}
+    return bool(owners & set(ROOT_KINDS.values()))
 
 
 def selector_text(labels: dict[str, str]) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "JOB_NAME",
     "LEAD_CONTAINER",
     "MAX_SIZE",
+    "OPERATED",
     "REPLICATED_JOB",
     "ROOT_KINDS",
     "SPEC_HASH",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 TARGET_LABEL = "fluxhop.io/target"
+OPERATED = "fluxhop.io/operated-by"  # a MiniCluster resource whose pods fluxhop's operator makes
 SPEC_HASH = "fluxhop.io/spec-hash"
 MAX_SIZE = "fluxhop.io/max-size"
 FLUX_ROOT = "fluxhop.io/flux-root"

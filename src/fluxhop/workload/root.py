@@ -17,6 +17,7 @@ from fluxhop.workload.marks import (
     JOBSET_NAME,
     LEAD_CONTAINER,
     MAX_SIZE,
+    OPERATED,
     REPLICATED_JOB,
 )
 
@@ -77,6 +78,13 @@ class Root:
         if self.target is Target.JOBSET:
             return {JOBSET_NAME: self.name, REPLICATED_JOB: "node"}
         return {JOB_NAME: self.name}
+
+    @property
+    def fluxhop_pods(self) -> bool:
+        """Whether fluxhop made the pods (its scripts are in them): every target
+        but a MiniCluster resource the Flux Operator runs."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return self.target is not Target.MINICLUSTER or OPERATED in annotations
 
     @property
     def interactive(self) -> bool | None:

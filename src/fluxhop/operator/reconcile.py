@@ -1,0 +1,213 @@
+"""Reconcile one ``MiniCluster`` resource: the same objects ``fluxhop create
+--target job`` makes (one renderer: ``prepare``, ``MiniClusters``), the Job
+owned by the resource so that deleting it removes everything, and a status
+that says what is happening.
+
+* Idempotent: server-side apply with field manager ``fluxhop-operator``; an
+  unchanged resource makes no write at all (the status is patched only when
+  it changes, events only on a transition).
+* The CURVE Secret is created with the Job and never rotated.
+* A change a running MiniCluster can take - its size, within maxSize - is
+  applied in place, exactly as ``fluxhop scale`` does (the Job's parallelism);
+  any other change is reported on the resource (condition SpecApplied False,
+  and an event), never silently ignored.
+* A bad spec gets the one-line message the CLI prints, as condition Failed
+  and a Warning event.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import FluxhopError, SpecError
+from fluxhop.operator.status import Problem, resource_status
+from fluxhop.render.bundle import DEFAULT_PATHS
+from fluxhop.render.targets import Target
+from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload.marks import (
+    CONFIG_DIR,
+    FLUX_ROOT,
+    LEAD_CONTAINER,
+    MAX_SIZE,
+    OPERATED,
+    SPEC_HASH,
+    owner_reference,
+    prepare,
+)
+
+__all__ = ["CREATED_SIZE", "FIELD_MANAGER", "OPERATED", "Outcome", "Reconciler", "document"]
+
+FIELD_MANAGER = "fluxhop-operator"
+CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
+_SERVER_FIELDS = (
+    "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+    "selfLink", "finalizers", "ownerReferences", "deletionTimestamp",
+    "deletionGracePeriodSeconds", "generateName",
+)  # fmt: skip
+
+
+def document(cr: dict[str, Any]) -> dict[str, Any]:
+    """The resource as a MiniCluster file would say it (no status, no server fields)."""
+    doc = {key: copy.deepcopy(value) for key, value in cr.items() if key != "status"}
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = {
+        k: v for k, v in meta.items() if k not in _SERVER_FIELDS and k != "annotations"
+    }
+    annotations = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if not k.startswith("fluxhop.io/")
+        and k != "kubectl.kubernetes.io/last-applied-configuration"
+    }
+    if annotations:
+        doc["metadata"]["annotations"] = annotations
+    return doc
+
+
+@dataclass
+class Outcome:
+    """What a reconcile did: its writes (for the benchmark and tests) and problem."""
+
+    writes: list[str] = field(default_factory=list)
+    problem: Problem | None = None
+    status: dict[str, Any] | None = None
+
+
+class Reconciler:
+    def __init__(self, ops: MiniClusters, *, cluster_domain: str = "cluster.local") -> None:
+        self.ops = ops
+        self.kube = ops.kube
+        self.cluster_domain = cluster_domain
+
+    # --- events -----------------------------------------------------------------------
+
+    def event(self, cr: dict[str, Any], kind: str, reason: str, message: str, out: Outcome) -> None:
+        meta = cr["metadata"]
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.kube.create_event(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
+                "involvedObject": {
+                    "apiVersion": cr["apiVersion"],
+                    "kind": "MiniCluster",
+                    "name": meta["name"],
+                    "namespace": self.kube.namespace,
+                    "uid": meta.get("uid", ""),
+                },
+                "type": kind,
+                "reason": reason,
+                "message": message,
+                "source": {"component": FIELD_MANAGER},
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+                "count": 1,
+            }
+        )
+        out.writes.append(f"event {reason}")
+
+    # --- reconcile --------------------------------------------------------------------
+
+    def reconcile(self, cr: dict[str, Any]) -> Outcome:
+        out = Outcome()
+        name = cr["metadata"]["name"]
+        try:
+            with warnings.catch_warnings(record=True):
+                warnings.simplefilter("always")
+                spec = MiniCluster.from_dict(document(cr))
+            if spec.namespace != self.kube.namespace:
+                spec = spec.renamed(namespace=self.kube.namespace)
+        except SpecError as err:
+            out.problem = Problem("Failed", "InvalidSpec", str(err))
+            self._report(cr, None, [], 1, out)
+            return out
+        job = self.kube.get("Job", name)
+        try:
+            job = self._create(cr, spec, out) if job is None else self._update(cr, spec, job, out)
+        except FluxhopError as err:
+            out.problem = Problem("Failed", "ApplyFailed", str(err))
+        pods = self.kube.list("Pod", labels={"batch.kubernetes.io/job-name": name}) if job else []
+        self._report(cr, job, pods, spec.spec.max_nodes, out)
+        return out
+
+    def _marks(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> None:
+        """Record on the resource what the CLI needs to find its pods (once)."""
+        wanted = {
+            OPERATED: FIELD_MANAGER,
+            MAX_SIZE: str(spec.spec.max_nodes),
+            FLUX_ROOT: spec.spec.flux.container.mount_path,
+            CONFIG_DIR: DEFAULT_PATHS.config_dir,
+            LEAD_CONTAINER: spec.name,
+        }
+        current = cr["metadata"].get("annotations") or {}
+        if any(current.get(k) != v for k, v in wanted.items()):
+            self.kube.merge_patch("MiniCluster", spec.name, {"metadata": {"annotations": wanted}})
+            out.writes.append("patch resource annotations")
+
+    def _create(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> dict[str, Any]:
+        self._marks(cr, spec, out)
+        objects = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)
+        objects[-1]["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
+        root = self.ops.apply_objects(objects, Target.JOB, owners=[owner_reference(cr)])
+        out.writes += [f"apply {o['kind']}" for o in objects]
+        self.event(cr, "Normal", "Created", f"created Job {spec.name} and its objects", out)
+        return root.obj
+
+    def _update(
+        self, cr: dict[str, Any], spec: MiniCluster, job: dict[str, Any], out: Outcome
+    ) -> dict[str, Any]:
+        self._marks(cr, spec, out)
+        annotations = job["metadata"].get("annotations") or {}
+        created = int(annotations.get(CREATED_SIZE, job["spec"].get("parallelism", 1)))
+        as_created = spec.model_copy(deep=True)
+        as_created.spec.size = created
+        digest = prepare(as_created, Target.JOB, cluster_domain=self.cluster_domain)[-1]
+        if digest["metadata"]["annotations"][SPEC_HASH] != annotations.get(SPEC_HASH):
+            out.problem = Problem(
+                "SpecApplied",
+                "SpecChangeRefused",
+                "the spec changed in a way a running MiniCluster cannot take (only size, within "
+                "maxSize, changes in place); delete the MiniCluster and create it again",
+            )
+            return job
+        if job["spec"].get("parallelism") != spec.spec.size:
+            job = self.kube.merge_patch(
+                "Job",
+                spec.name,
+                {"spec": {"parallelism": spec.spec.size, "completions": spec.spec.size}},
+            )
+            out.writes.append("patch Job size")
+            self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
+        return job
+
+    def _report(
+        self,
+        cr: dict[str, Any],
+        job: dict[str, Any] | None,
+        pods: list[dict[str, Any]],
+        max_size: int,
+        out: Outcome,
+    ) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = resource_status(cr, job, pods, max_size=max_size, now=now, problem=out.problem)
+        out.status = status
+        previous = cr.get("status") or {}
+        if status == previous:
+            return
+        before = {c.get("type"): c.get("status") for c in previous.get("conditions") or []}
+        self.kube.patch_status("MiniCluster", cr["metadata"]["name"], status)
+        out.writes.append("patch status")
+        for condition in status["conditions"]:
+            if before.get(condition["type"]) == condition["status"]:
+                continue  # events only on a transition, never on a resync
+            failed = condition["type"] == "Failed" and condition["status"] == "True"
+            refused = condition["type"] == "SpecApplied" and condition["status"] == "False"
+            if failed or refused:
+                self.event(cr, "Warning", condition["reason"], condition["message"], out)
