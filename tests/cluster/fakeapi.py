@@ -230,6 +230,10 @@ class FakeAPIServer:
         self.runner = runner
         self.schedulable = True
         self.flux_operator = True  # a stand-in Flux Operator turns MiniClusters into Jobs
+        # RBAC as the API server enforces it: None lets everything through;
+        # a ClusterRole's rules refuse every request they do not allow with 403.
+        self.rbac: list[dict[str, Any]] | None = None
+        self.refused: list[str] = []  # "verb resource" of every request RBAC refused
         self.step_delay = 0.005
         self.logs: dict[tuple[str, str], list[str]] = {}
         self.closed = False
@@ -307,6 +311,9 @@ class FakeAPIServer:
         api_version, kind = RESOURCES[(prefix, plural)]
         if kind in CRD_KINDS and kind not in self.crds:
             return status(404, "NotFound", "the server could not find the requested resource")
+        refused = self._forbidden(prefix, plural, namespace, name, sub, request.method, params)
+        if refused is not None:
+            return refused
         lost = False
         for fault in self.faults:
             if (
@@ -327,6 +334,40 @@ class FakeAPIServer:
                 "timed out (injected: answer lost after commit)", request=request
             )
         return response
+
+    def _forbidden(
+        self,
+        prefix: str,
+        plural: str,
+        namespace: str,
+        name: str | None,
+        sub: str | None,
+        method: str,
+        params: dict[str, str],
+    ) -> httpx2.Response | None:
+        if self.rbac is None:
+            return None
+        group = "" if prefix == "api/v1" else prefix.split("/")[1]
+        resource = f"{plural}/{sub}" if sub else plural
+        if method == "GET":
+            verb = "watch" if params.get("watch") == "true" else ("get" if name else "list")
+        else:
+            verb = {"PATCH": "patch", "POST": "create", "DELETE": "delete", "PUT": "update"}[method]
+        for rule in self.rbac:
+            if (
+                group in rule.get("apiGroups", [])
+                and resource in rule.get("resources", [])
+                and (verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
+            ):
+                return None
+        where = f'in API group "{group}" in the namespace "{namespace}"'
+        self.refused.append(f"{verb} {resource}")
+        return status(
+            403,
+            "Forbidden",
+            f'{resource} "{name or ""}" is forbidden: User "system:serviceaccount:fluxhop-system:'
+            f'fluxhop-operator" cannot {verb} resource "{resource}" {where}',
+        )
 
     def _answer(
         self,

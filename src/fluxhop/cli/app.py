@@ -77,6 +77,11 @@ VERBS: dict[str, Verb] = {
     "logs": Verb(
         "fluxhop.cli.cluster", "logs_command", "Print rank 0's output (the job's output)."
     ),
+    "operator": Verb(
+        "fluxhop.cli.operator",
+        "operator_command",
+        "Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller).",
+    ),
     "proxy": Verb(
         "fluxhop.cli.connect",
         "proxy_command",

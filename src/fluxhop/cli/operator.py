@@ -1,0 +1,70 @@
+"""``fluxhop operator``: run fluxhop as the controller of MiniCluster resources."""
+
+from __future__ import annotations
+
+import click
+
+from fluxhop.cli.params import KUBE_NAME
+from fluxhop.errors import InputError, LocalToolMissing
+
+__all__ = ["operator_command"]
+
+
+@click.command("operator")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    type=KUBE_NAME,
+    help="Watch this namespace (repeatable).",
+)
+@click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace.")
+@click.option(
+    "--selector",
+    metavar="LABEL=VALUE",
+    multiple=True,
+    help="Only MiniClusters with this label (repeatable).",
+)
+@click.option(
+    "--liveness",
+    default="http://0.0.0.0:8080/healthz",
+    show_default=True,
+    help="Where kopf answers liveness and readiness probes.",
+)
+@click.option(
+    "--standalone", is_flag=True, help="No peering with other replicas (one replica only)."
+)
+def operator_command(
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    selector: tuple[str, ...],
+    liveness: str,
+    standalone: bool,
+) -> int:
+    """Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller)."""
+    if bool(namespaces) == all_namespaces:
+        raise InputError(
+            "give --namespace NS (repeatable) or --all-namespaces, not both or neither"
+        )
+    labels = {}
+    for item in selector:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--selector {item!r}: write it as LABEL=VALUE")
+        labels[key] = value
+    try:
+        import kopf
+    except ImportError:
+        raise LocalToolMissing("the operator needs kopf: pip install 'fluxhop[operator]'") from None
+    from fluxhop.operator import handlers
+
+    handlers.selector.update(labels)
+    kopf.run(
+        clusterwide=all_namespaces,
+        namespaces=list(namespaces),
+        liveness_endpoint=liveness,
+        standalone=standalone,
+        peering_name=handlers.PEERING,
+    )
+    return 0

@@ -1,0 +1,153 @@
+"""deploy/: the kustomize base builds into objects a real API server admits,
+the CRD keeps the Flux Operator's spec, the operator's pod passes the Pod
+Security Standards "restricted" level, and the ClusterRole allows exactly
+what the operator does - the fake API server enforces it."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from fluxhop.errors import Forbidden
+from fluxhop.operator.reconcile import Reconciler
+from tests.cluster.fakeapi import FakeAPIServer
+from tests.conformance import CONFORMANCE, REPO
+from tests.operator.test_reconcile import conditions, resource, settle
+from tests.pss import violations
+from tests.schemas import validate
+
+DEPLOY = REPO / "deploy"
+CLUSTER_SCOPED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ClusterKopfPeering",
+}
+
+
+def build() -> list[dict]:
+    """kubectl kustomize deploy/ where kubectl is, else the same in Python
+    (this base only lists resources and sets the namespace)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        out = subprocess.run(
+            [kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, check=True
+        ).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    objects = []
+    for name in kustomization["resources"]:
+        for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
+            if not doc:
+                continue
+            if doc["kind"] not in CLUSTER_SCOPED:
+                doc["metadata"]["namespace"] = kustomization["namespace"]
+            objects.append(doc)
+    return objects
+
+
+def by_kind(objects):
+    found: dict[str, list[dict]] = {}
+    for obj in objects:
+        found.setdefault(obj["kind"], []).append(obj)
+    return found
+
+
+def test_the_base_builds_into_admissible_objects():
+    objects = build()
+    kinds = by_kind(objects)
+    assert {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+    } <= set(kinds)
+    for obj in objects:
+        if obj["kind"] == "ClusterKopfPeering":
+            continue  # its CRD (in the same base) preserves every field
+        validate(obj)
+    (binding,) = kinds["ClusterRoleBinding"]
+    (account,) = kinds["ServiceAccount"]
+    assert binding["subjects"][0]["name"] == account["metadata"]["name"]
+    assert binding["subjects"][0]["namespace"] == account["metadata"]["namespace"]
+
+
+def test_the_crd_keeps_the_flux_operators_spec_and_subresources():
+    theirs = yaml.safe_load(
+        (CONFORMANCE / "crds" / "flux-framework.org_miniclusters.yaml").read_text()
+    )
+    ours = yaml.safe_load((DEPLOY / "crd.yaml").read_text())
+    (t,) = [v for v in theirs["spec"]["versions"] if v["name"] == "v1alpha2"]
+    (o,) = [v for v in ours["spec"]["versions"] if v["name"] == "v1alpha2"]
+    spec = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["spec"]  # noqa: E731
+    status = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["status"]  # noqa: E731
+    assert spec(o) == spec(t)  # every MiniCluster YAML means the same
+    assert o["subresources"] == t["subresources"]  # status, and scale (spec.size <-> status.size)
+    assert set(status(t)["properties"]) <= set(status(o)["properties"])
+    for key, value in status(t)["properties"].items():
+        assert status(o)["properties"][key] == value
+    assert ours["metadata"]["name"] == theirs["metadata"]["name"]
+
+
+def test_the_operator_pod_is_restricted_and_probed():
+    (deployment,) = by_kind(build())["Deployment"]
+    template = deployment["spec"]["template"]
+    assert violations(template, "restricted") == []
+    (container,) = template["spec"]["containers"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    assert container["args"][0] == "operator"
+
+
+def rules() -> list[dict]:
+    (role,) = by_kind(build())["ClusterRole"]
+    return role["rules"]
+
+
+@pytest.fixture
+def fake():
+    server = FakeAPIServer()
+    server.flux_operator = False
+    server.rbac = rules()
+    yield server
+    server.close()
+
+
+def test_everything_the_operator_does_is_allowed_by_its_role(fake, kube, ops):
+    fake.rbac = None
+    kube.apply(resource(size=2, maxSize=3))  # the user applies it, with the user's rights
+    fake.rbac = rules()
+    reconciler = Reconciler(ops)
+    reconciler.reconcile(fake.get("MiniCluster", "demo"))
+    settle(fake, reconciler)
+    fake.rbac = None
+    kube.merge_patch("MiniCluster", "demo", {"spec": {"size": 3}})
+    fake.rbac = rules()
+    out = reconciler.reconcile(fake.get("MiniCluster", "demo"))
+    assert out.problem is None and fake.refused == []
+    assert fake.get("Job", "demo")["spec"]["parallelism"] == 3
+    assert "Ready" in conditions(fake.get("MiniCluster", "demo"))
+
+
+def test_a_role_missing_a_verb_fails_with_the_403_the_operator_reports(fake, kube, ops):
+    fake.rbac = None
+    kube.apply(resource())
+    narrowed = copy.deepcopy(rules())
+    for rule in narrowed:
+        if rule["resources"] == ["miniclusters/status"]:
+            rule["verbs"] = ["get"]
+    fake.rbac = narrowed
+    with pytest.raises(
+        Forbidden, match=r"forbidden: you may not patch miniclusters\.flux-framework\.org"
+    ):
+        Reconciler(ops).reconcile(fake.get("MiniCluster", "demo"))
+    assert fake.refused == ["patch miniclusters/status"]
