@@ -35,12 +35,14 @@ __all__ = ["operator_command"]
 @click.option(
     "--standalone", is_flag=True, help="No peering with other replicas (one replica only)."
 )
+@click.option("-v", "--verbose", is_flag=True, help="Log every step, not only what changed.")
 def operator_command(
     namespaces: tuple[str, ...],
     all_namespaces: bool,
     selector: tuple[str, ...],
     liveness: str,
     standalone: bool,
+    verbose: bool,
 ) -> int:
     """Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller)."""
     if bool(namespaces) == all_namespaces:
@@ -60,11 +62,12 @@ def operator_command(
     from fluxhop.operator import handlers
 
     handlers.selector.update(labels)
+    handlers.standalone = standalone
+    kopf.configure(verbose=verbose)  # kopf's log lines (its CLI's defaults)
     kopf.run(
         clusterwide=all_namespaces,
         namespaces=list(namespaces),
         liveness_endpoint=liveness,
-        standalone=standalone,
-        peering_name=handlers.PEERING,
+        standalone=standalone,  # peering's name and mandate: handlers.configure
     )
     return 0

@@ -140,7 +140,7 @@ class Kube:
             client = Client(
                 config=resolved.config,
                 namespace=resolved.namespace,
-                field_manager=FIELD_MANAGER,
+                field_manager=options.get("field_manager", FIELD_MANAGER),
                 transport=transport,
                 timeout=httpx2.Timeout(request_timeout),
             )

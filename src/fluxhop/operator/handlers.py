@@ -34,6 +34,7 @@ connect: Callable[[str], Kube] = lambda namespace: Kube.connect(  # noqa: E731
     namespace=namespace, field_manager=FIELD_MANAGER
 )
 selector: dict[str, str] = {}
+standalone = False  # fluxhop operator --standalone: one replica, no peering
 
 
 def _selected(labels: Any, **_: Any) -> bool:
@@ -43,7 +44,10 @@ def _selected(labels: Any, **_: Any) -> bool:
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.name = PEERING
-    settings.peering.mandatory = True
+    if standalone:
+        settings.peering.standalone = True
+    else:
+        settings.peering.mandatory = True  # never two replicas at work at once
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="fluxhop.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="fluxhop.io", key="last-handled-configuration"

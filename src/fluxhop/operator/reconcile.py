@@ -177,6 +177,7 @@ class Reconciler:
                 "maxSize, changes in place); delete the MiniCluster and create it again",
             )
             return job
+        self._complete(spec, job, out)
         if job["spec"].get("parallelism") != spec.spec.size:
             job = self.kube.merge_patch(
                 "Job",
@@ -186,6 +187,19 @@ class Reconciler:
             out.writes.append("patch Job size")
             self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
         return job
+
+    def _complete(self, spec: MiniCluster, job: dict[str, Any], out: Outcome) -> None:
+        """Apply what an interrupted create left out (the operator stopped
+        between the Job and its children): nothing lost; a Secret that exists
+        is never applied again, so the key never changes."""
+        reference = owner_reference(job)
+        for obj in prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)[:-1]:
+            if self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
+                continue
+            child = copy.deepcopy(obj)
+            child["metadata"]["ownerReferences"] = [reference]
+            self.kube.apply(child)
+            out.writes.append(f"apply missing {obj['kind']}")
 
     def _report(
         self,

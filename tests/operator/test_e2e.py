@@ -1,0 +1,179 @@
+"""End to end: ``fluxhop operator`` as a real process (kopf's own aiohttp
+client) against the fake API server served over HTTP on 127.0.0.1. A
+MiniCluster from the operator examples is applied and its objects and status
+appear; then a resize, a change it cannot take, an operator killed mid-way
+and restarted (nothing lost, nothing duplicated), and a delete. Every wait
+waits for the change in the fake's state, with a deadline, never for a time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fluxhop.cluster.api import Kube
+from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fixtures import write_kubeconfig
+from tests.cluster.httpserve import HTTPFake
+from tests.conformance import CONFORMANCE
+from tests.processes import default_signals
+
+LAUNCH = "import sys; from fluxhop.cli import main; sys.exit(main())"
+DEADLINE = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Cluster:
+    def __init__(self, fake: FakeAPIServer, url: str, tmp: Path) -> None:
+        self.fake = fake
+        self.config = tmp / "kubeconfig"
+        write_kubeconfig(self.config)
+        text = self.config.read_text().replace("https://fake.invalid:6443", url)
+        self.config.write_text(text)
+        self.kube = Kube.connect(str(self.config), transport=fake.transport())
+        self.logs = tmp / "operator.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start_operator(self) -> None:
+        argv = [sys.executable, "-c", LAUNCH, "operator", "-n", "default", "--standalone"]
+        argv += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+        with open(self.logs, "ab") as log:  # the child keeps its own copy of the file
+            self.process = subprocess.Popen(
+                argv,
+                env={**os.environ, "KUBECONFIG": str(self.config)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=default_signals,
+            )
+
+    def kill_operator(self, sig: int = signal.SIGKILL) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        self.process.wait(timeout=60)
+
+    def until(self, what: str, check: Callable[[], Any]) -> Any:
+        """Wait for the fake's state to satisfy ``check`` (woken on every change)."""
+        with self.fake.changed:
+            found = self.fake.changed.wait_for(check, timeout=DEADLINE)
+        if not found:
+            tail = self.logs.read_text(errors="replace")[-2000:] if self.logs.exists() else ""
+            raise AssertionError(f"timed out waiting for {what}; operator log:\n{tail}")
+        return found
+
+    def status(self, name: str) -> dict[str, Any]:
+        return (self.fake.store.get(("MiniCluster", "default", name)) or {}).get("status") or {}
+
+    def condition(self, name: str, kind: str) -> str | None:
+        for condition in self.status(name).get("conditions") or []:
+            if condition["type"] == kind:
+                return str(condition["status"])
+        return None
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return self.fake.store.get(("Job", "default", name))
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    fake = FakeAPIServer()
+    fake.flux_operator = False
+    with HTTPFake(fake) as url:
+        world = Cluster(fake, url, tmp_path)
+        world.start_operator()
+        yield world
+        if world.process is not None and world.process.poll() is None:
+            world.kill_operator(signal.SIGTERM)
+        world.kube.close()
+    fake.close()
+
+
+def example(name: str) -> dict[str, Any]:
+    document = yaml.safe_load((CONFORMANCE / "operator-examples" / name).read_text())
+    document["metadata"]["namespace"] = "default"
+    return document
+
+
+def test_the_operator_runs_minicluster_resources(cluster):
+    document = example("tests__hello-world__minicluster.yaml")
+    name = document["metadata"]["name"]
+    document["spec"]["maxSize"] = 6
+    document["spec"]["interactive"] = True  # the brokers stay up for the resize
+    document["spec"]["containers"][0].pop("command", None)
+    cluster.kube.apply(document)
+    cluster.until("the Job", lambda: cluster.job(name))
+    for kind, suffix in (("ConfigMap", "-flux-config"), ("Secret", "-flux-curve"), ("Service", "")):
+        cluster.until(
+            kind, lambda k=kind, s=suffix: cluster.fake.store.get((k, "default", name + s))
+        )
+    size = document["spec"]["size"]
+    cluster.until("Ready", lambda: cluster.condition(name, "Ready") == "True")
+    assert cluster.status(name)["brokersUp"] == size
+    assert cluster.status(name)["selector"] == f"fluxhop.io/minicluster={name}"
+    key = cluster.fake.store[("Secret", "default", name + "-flux-curve")]["data"]
+
+    cluster.kube.merge_patch("MiniCluster", name, {"spec": {"size": size + 1}})
+    cluster.until(
+        "the resize", lambda: (cluster.job(name) or {})["spec"]["parallelism"] == size + 1
+    )
+    cluster.until("status.size", lambda: cluster.status(name).get("size") == size + 1)
+
+    cluster.kube.merge_patch(
+        "MiniCluster", name, {"spec": {"containers": [{"image": "ubuntu:plucky"}]}}
+    )
+    cluster.until("the refusal", lambda: cluster.condition(name, "SpecApplied") == "False")
+    assert cluster.fake.store[("Secret", "default", name + "-flux-curve")]["data"] == key
+
+    cluster.kube.delete("MiniCluster", name)
+    cluster.until("everything gone", lambda: not cluster.job(name))
+    assert not cluster.fake.store.get(("Secret", "default", name + "-flux-curve"))
+
+
+def test_an_operator_killed_mid_way_loses_and_duplicates_nothing(cluster):
+    document = example("tests__hello-world__minicluster.yaml")
+    name = document["metadata"]["name"]
+    document["spec"]["interactive"] = True
+    document["spec"]["maxSize"] = 6
+    document["spec"]["containers"][0].pop("command", None)
+    cluster.kube.apply(document)
+    cluster.until("the Job", lambda: cluster.job(name))
+    cluster.kill_operator()  # somewhere between the Job and its last child, or after
+    cluster.start_operator()
+    cluster.until("Ready after the restart", lambda: cluster.condition(name, "Ready") == "True")
+    kinds = [
+        k for (k, ns, n) in cluster.fake.store if ns == "default" and k != "Event" and k != "Pod"
+    ]
+    assert sorted(kinds) == [
+        "ConfigMap",
+        "Job",
+        "MiniCluster",
+        "NetworkPolicy",
+        "Secret",
+        "Service",
+    ]
+    secret = cluster.fake.store[("Secret", "default", name + "-flux-curve")]
+    cluster.kill_operator(signal.SIGTERM)
+    cluster.start_operator()  # resumes a settled resource: nothing to write
+    size = document["spec"]["size"]
+    cluster.kube.merge_patch("MiniCluster", name, {"spec": {"size": size + 1}})
+    cluster.until(
+        "the resize", lambda: (cluster.job(name) or {})["spec"]["parallelism"] == size + 1
+    )
+    assert (
+        cluster.fake.store[("Secret", "default", name + "-flux-curve")] == secret
+    )  # never rotated
+    jobs = [n for (k, ns, n) in cluster.fake.store if k == "Job"]
+    assert jobs == [name]
