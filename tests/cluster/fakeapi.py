@@ -60,12 +60,13 @@ RESOURCES = {
         "TrainJob",
     ),
     ("apis/kueue.x-k8s.io/v1beta1", "workloads"): ("kueue.x-k8s.io/v1beta1", "Workload"),
+    ("apis/kopf.dev/v1", "kopfpeerings"): ("kopf.dev/v1", "KopfPeering"),
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
 # Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
 # serves it read-only to clients.
-CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload"}
+CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering"}
 DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"

@@ -21,14 +21,14 @@ import pytest
 import yaml
 
 from fluxhop.cluster.api import Kube
-from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
 from tests.cluster.fixtures import write_kubeconfig
 from tests.cluster.httpserve import HTTPFake
 from tests.conformance import CONFORMANCE
 from tests.processes import default_signals
 
 LAUNCH = "import sys; from fluxhop.cli import main; sys.exit(main())"
-DEADLINE = 120.0
+DEADLINE = float(os.environ.get("E2E_DEADLINE", "120"))
 
 
 def free_port() -> int:
@@ -48,8 +48,9 @@ class Cluster:
         self.logs = tmp / "operator.log"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start_operator(self) -> None:
-        argv = [sys.executable, "-c", LAUNCH, "operator", "-n", "default", "--standalone"]
+    def start_operator(self, priority: int | None = None) -> None:
+        argv = [sys.executable, "-c", LAUNCH, "operator", "-n", "default"]
+        argv += ["--standalone"] if priority is None else ["--priority", str(priority)]
         argv += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
         with open(self.logs, "ab") as log:  # the child keeps its own copy of the file
             self.process = subprocess.Popen(
@@ -177,3 +178,55 @@ def test_an_operator_killed_mid_way_loses_and_duplicates_nothing(cluster):
     )  # never rotated
     jobs = [n for (k, ns, n) in cluster.fake.store if k == "Job"]
     assert jobs == [name]
+
+
+@pytest.fixture
+def replicas(tmp_path):
+    """Two operators peering in namespace default (kopf's KopfPeering)."""
+    fake = FakeAPIServer(crds=DEFAULT_CRDS | {"KopfPeering"})
+    fake.flux_operator = False
+    with fake.changed:
+        fake._put(
+            "KopfPeering",
+            "default",
+            {
+                "apiVersion": "kopf.dev/v1",
+                "kind": "KopfPeering",
+                "metadata": {"name": "fluxhop-operator", "namespace": "default", "uid": "peering"},
+            },
+            "ADDED",
+        )
+    with HTTPFake(fake) as url:
+        world = Cluster(fake, url, tmp_path)
+        (tmp_path / "low").mkdir()
+        low = Cluster(fake, url, tmp_path / "low")
+        world.start_operator(priority=20)
+        low.start_operator(priority=10)
+        yield world, low
+        for each in (world, low):
+            if each.process is not None and each.process.poll() is None:
+                each.kill_operator(signal.SIGTERM)
+            each.kube.close()
+    fake.close()
+
+
+def test_two_replicas_do_the_work_once_and_the_standby_takes_over(replicas):
+    high, low = replicas
+    document = example("tests__hello-world__minicluster.yaml")
+    name = document["metadata"]["name"]
+    document["spec"]["interactive"] = True
+    document["spec"]["containers"][0].pop("command", None)
+    high.kube.apply(document)
+    high.until("Ready", lambda: high.condition(name, "Ready") == "True")
+    created = [
+        o for (k, _, _), o in high.fake.store.items() if k == "Event" and o["reason"] == "Created"
+    ]
+    assert len(created) == 1
+    secrets = [o for (k, _, _), o in high.fake.store.items() if k == "Secret"]
+    assert len(secrets) == 1 and secrets[0]["metadata"]["resourceVersion"]  # made once
+    assert "Handler '" not in low.logs.read_text()  # the standby handled nothing
+    high.kill_operator(signal.SIGTERM)  # leaves the peering; the standby resumes
+    second = {**document, "metadata": {**document["metadata"], "name": "second"}}
+    low.kube.apply(second)
+    low.until("the standby's Job", lambda: low.job("second"))
+    assert "Resuming operations after the pause" in low.logs.read_text()

@@ -89,7 +89,7 @@ def test_settings_peer_and_keep_kopfs_state_under_fluxhops_prefix():
 
 def test_the_api_refusing_is_a_retry_not_a_crash(fake, connected, kube):
     kube.apply(resource())
-    fake.fail("PATCH", "/jobs/", 403, times=10)
+    fake.fail("POST", "/jobs", 403, times=10)
     handlers.on_minicluster(body=fake.get("MiniCluster", "demo"), namespace="default")
     cr = fake.get("MiniCluster", "demo")
     failed = next(c for c in cr["status"]["conditions"] if c["type"] == "Failed")

@@ -36,6 +36,11 @@ __all__ = ["operator_command"]
     "--standalone", is_flag=True, help="No peering with other replicas (one replica only)."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every step, not only what changed.")
+@click.option(
+    "--priority",
+    type=int,
+    help="Peering priority: the highest live replica works (default: its start time, so the newest).",
+)
 def operator_command(
     namespaces: tuple[str, ...],
     all_namespaces: bool,
@@ -43,6 +48,7 @@ def operator_command(
     liveness: str,
     standalone: bool,
     verbose: bool,
+    priority: int | None,
 ) -> int:
     """Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller)."""
     if bool(namespaces) == all_namespaces:
@@ -63,6 +69,8 @@ def operator_command(
 
     handlers.selector.update(labels)
     handlers.standalone = standalone
+    if priority is not None:
+        handlers.priority = priority
     kopf.configure(verbose=verbose)  # kopf's log lines (its CLI's defaults)
     kopf.run(
         clusterwide=all_namespaces,

@@ -349,15 +349,20 @@ class Kube:
         )
         return result.to_dict()  # type: ignore[no-any-return]
 
-    def create_event(self, event: dict[str, Any]) -> None:
-        """Record a Kubernetes Event (core/v1)."""
-        what = kind("Event")
-        self._call(
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create (POST): atomic, so of two writers racing one gets AlreadyExists."""
+        what = kind_of(obj)
+        result = self._call(
             "create",
             what,
-            event["metadata"].get("name"),
-            lambda: self.client.create(what.resource(event), namespace=self.namespace),
+            obj["metadata"].get("name"),
+            lambda: self.client.create(what.resource(obj), namespace=self.namespace),
         )
+        return result.to_dict()  # type: ignore[no-any-return]
+
+    def create_event(self, event: dict[str, Any]) -> None:
+        """Record a Kubernetes Event (core/v1)."""
+        self.create(event)
 
     def watch(
         self,

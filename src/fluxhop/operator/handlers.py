@@ -10,6 +10,7 @@ handle resources at a time, the others stand by.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,10 @@ connect: Callable[[str], Kube] = lambda namespace: Kube.connect(  # noqa: E731
 )
 selector: dict[str, str] = {}
 standalone = False  # fluxhop operator --standalone: one replica, no peering
+# kopf pauses *every* replica when two have the same priority, so each gets
+# its own: by default the time it started (ms), so the newest works and the
+# others stand by (fluxhop operator --priority overrides).
+priority = int(time.time() * 1000) % 2**31
 
 
 def _selected(labels: Any, **_: Any) -> bool:
@@ -44,6 +49,7 @@ def _selected(labels: Any, **_: Any) -> bool:
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.name = PEERING
+    settings.peering.priority = priority
     if standalone:
         settings.peering.standalone = True
     else:

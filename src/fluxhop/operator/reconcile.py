@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import FluxhopError, SpecError
+from fluxhop.errors import AlreadyExists, FluxhopError, SpecError
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
@@ -152,13 +152,24 @@ class Reconciler:
             out.writes.append("patch resource annotations")
 
     def _create(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> dict[str, Any]:
+        """Create the Job (POST, atomic: of two replicas racing at start-up one
+        creates it, the other finds it and updates instead), then its children."""
         self._marks(cr, spec, out)
         objects = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)
-        objects[-1]["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
-        root = self.ops.apply_objects(objects, Target.JOB, owners=[owner_reference(cr)])
-        out.writes += [f"apply {o['kind']}" for o in objects]
+        root = objects[-1]
+        root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
+        root["metadata"]["ownerReferences"] = [owner_reference(cr)]
+        try:
+            job = self.kube.create(root)
+        except AlreadyExists:
+            current = self.kube.get("Job", spec.name)
+            if current is None:
+                raise
+            return self._update(cr, spec, current, out)
+        out.writes.append("create Job")
+        self._complete(spec, job, out, objects[:-1])
         self.event(cr, "Normal", "Created", f"created Job {spec.name} and its objects", out)
-        return root.obj
+        return job
 
     def _update(
         self, cr: dict[str, Any], spec: MiniCluster, job: dict[str, Any], out: Outcome
@@ -188,18 +199,34 @@ class Reconciler:
             self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
         return job
 
-    def _complete(self, spec: MiniCluster, job: dict[str, Any], out: Outcome) -> None:
-        """Apply what an interrupted create left out (the operator stopped
-        between the Job and its children): nothing lost; a Secret that exists
-        is never applied again, so the key never changes."""
+    def _complete(
+        self,
+        spec: MiniCluster,
+        job: dict[str, Any],
+        out: Outcome,
+        children: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Apply the Job's children that are missing (all of them right after
+        the Job's create; after an interrupted create, what it left out). The
+        Secret is created (POST) only when absent, so the key never changes,
+        even with two writers."""
         reference = owner_reference(job)
-        for obj in prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)[:-1]:
-            if self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
+        fresh = children is not None
+        if children is None:
+            children = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)[:-1]
+        for obj in children:
+            if not fresh and self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
                 continue
             child = copy.deepcopy(obj)
             child["metadata"]["ownerReferences"] = [reference]
-            self.kube.apply(child)
-            out.writes.append(f"apply missing {obj['kind']}")
+            if child["kind"] == "Secret":
+                try:
+                    self.kube.create(child)
+                except AlreadyExists:
+                    continue
+            else:
+                self.kube.apply(child)
+            out.writes.append(f"{'apply' if fresh else 'apply missing'} {obj['kind']}")
 
     def _report(
         self,
