@@ -235,6 +235,8 @@ class FakeAPIServer:
         # a ClusterRole's rules refuse every request they do not allow with 403.
         self.rbac: list[dict[str, Any]] | None = None
         self.refused: list[str] = []  # "verb resource" of every request RBAC refused
+        # whose requests RBAC judges (their bearer token); None: everyone's
+        self.rbac_token: str | None = None
         self.step_delay = 0.005
         self.logs: dict[tuple[str, str], list[str]] = {}
         self.closed = False
@@ -312,7 +314,10 @@ class FakeAPIServer:
         api_version, kind = RESOURCES[(prefix, plural)]
         if kind in CRD_KINDS and kind not in self.crds:
             return status(404, "NotFound", "the server could not find the requested resource")
-        refused = self._forbidden(prefix, plural, namespace, name, sub, request.method, params)
+        refused = None
+        token = self.rbac_token
+        if token is None or request.headers.get("authorization") == f"Bearer {token}":
+            refused = self._forbidden(prefix, plural, namespace, name, sub, request.method, params)
         if refused is not None:
             return refused
         lost = False

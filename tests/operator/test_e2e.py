@@ -24,7 +24,7 @@ from fluxhop.cluster.api import Kube
 from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
 from tests.cluster.fixtures import write_kubeconfig
 from tests.cluster.httpserve import HTTPFake
-from tests.conformance import CONFORMANCE
+from tests.conformance import CONFORMANCE, REPO
 from tests.processes import default_signals
 
 LAUNCH = "import sys; from fluxhop.cli import main; sys.exit(main())"
@@ -37,14 +37,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+OPERATOR_TOKEN = "operator-token"  # the fake judges this one's requests by deploy/'s role
+
+
+def deploy_rules() -> list[dict[str, Any]]:
+    for doc in yaml.safe_load_all((REPO / "deploy" / "rbac.yaml").read_text()):
+        if doc and doc["kind"] == "ClusterRole":
+            return list(doc["rules"])
+    raise AssertionError("deploy/rbac.yaml has no ClusterRole")
+
+
 class Cluster:
     def __init__(self, fake: FakeAPIServer, url: str, tmp: Path) -> None:
         self.fake = fake
         self.config = tmp / "kubeconfig"
-        write_kubeconfig(self.config)
-        text = self.config.read_text().replace("https://fake.invalid:6443", url)
-        self.config.write_text(text)
+        write_kubeconfig(self.config)  # the test's own: an admin, as kubectl would be
         self.kube = Kube.connect(str(self.config), transport=fake.transport())
+        text = self.config.read_text().replace("https://fake.invalid:6443", url)
+        self.config.write_text(text.replace("secret-token", OPERATOR_TOKEN))
         self.logs = tmp / "operator.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -92,10 +102,12 @@ class Cluster:
 def cluster(tmp_path):
     fake = FakeAPIServer()
     fake.flux_operator = False
+    fake.rbac, fake.rbac_token = deploy_rules(), OPERATOR_TOKEN
     with HTTPFake(fake) as url:
         world = Cluster(fake, url, tmp_path)
         world.start_operator()
         yield world
+        assert fake.refused == []  # every request the operator made, its role allowed
         if world.process is not None and world.process.poll() is None:
             world.kill_operator(signal.SIGTERM)
         world.kube.close()
@@ -185,6 +197,7 @@ def replicas(tmp_path):
     """Two operators peering in namespace default (kopf's KopfPeering)."""
     fake = FakeAPIServer(crds=DEFAULT_CRDS | {"KopfPeering"})
     fake.flux_operator = False
+    fake.rbac, fake.rbac_token = deploy_rules(), OPERATOR_TOKEN
     with fake.changed:
         fake._put(
             "KopfPeering",
@@ -203,6 +216,7 @@ def replicas(tmp_path):
         world.start_operator(priority=20)
         low.start_operator(priority=10)
         yield world, low
+        assert fake.refused == []
         for each in (world, low):
             if each.process is not None and each.process.poll() is None:
                 each.kill_operator(signal.SIGTERM)

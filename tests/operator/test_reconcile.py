@@ -101,6 +101,7 @@ def test_status_follows_the_brokers_and_a_resync_writes_nothing(fake, apply, rec
     cr = current(fake)
     assert conditions(cr)["Ready"] == "True" and cr["status"]["brokersUp"] == 2
     assert conditions(cr)["Running"] == "True"
+    assert {("Normal", "BrokersUp"), ("Normal", "CommandStarted")} <= set(events(fake))
     before = len(fake.requests)
     out = reconciler.reconcile(cr)
     assert out.writes == []

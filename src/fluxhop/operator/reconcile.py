@@ -44,6 +44,7 @@ from fluxhop.workload.marks import (
 __all__ = ["CREATED_SIZE", "FIELD_MANAGER", "OPERATED", "Outcome", "Reconciler", "document"]
 
 FIELD_MANAGER = "fluxhop-operator"
+_STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
 _SERVER_FIELDS = (
     "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
@@ -250,5 +251,8 @@ class Reconciler:
                 continue  # events only on a transition, never on a resync
             failed = condition["type"] == "Failed" and condition["status"] == "True"
             refused = condition["type"] == "SpecApplied" and condition["status"] == "False"
+            step = condition["type"] in _STEPS and condition["status"] == "True"
             if failed or refused:
                 self.event(cr, "Warning", condition["reason"], condition["message"], out)
+            elif step:
+                self.event(cr, "Normal", condition["reason"], condition["message"], out)
