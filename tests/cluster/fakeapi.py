@@ -61,13 +61,19 @@ RESOURCES = {
     ),
     ("apis/kueue.x-k8s.io/v1beta1", "workloads"): ("kueue.x-k8s.io/v1beta1", "Workload"),
     ("apis/kopf.dev/v1", "kopfpeerings"): ("kopf.dev/v1", "KopfPeering"),
+    ("apis/kopf.dev/v1", "clusterkopfpeerings"): ("kopf.dev/v1", "ClusterKopfPeering"),
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
 # Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
 # serves it read-only to clients.
-CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering"}
+CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering", "ClusterKopfPeering"}
 DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
+# Cluster-wide list/watch of a namespaced kind (/apis/G/V/PLURAL), and the
+# objects of a cluster-scoped kind (/apis/G/V/PLURAL/NAME): namespace "".
+CLUSTER_PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)/([^/]+)(?:/([^/]+))?$")
+CLUSTER_SCOPED = {"ClusterKopfPeering"}
+ALL_NAMESPACES = ""
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
 )
@@ -306,9 +312,17 @@ class FakeAPIServer:
             if self.closed:
                 return status(503, "ServiceUnavailable", "fake server closed")
         match = PATH.match(url.path)
-        if not match:
-            return status(404, "NotFound", "the server could not find the requested resource")
-        prefix, namespace, plural, name, sub = match.groups()
+        if match:
+            prefix, namespace, plural, name, sub = match.groups()
+        else:
+            wide = CLUSTER_PATH.match(url.path)
+            if not wide or wide.group(2) == "namespaces":
+                return status(404, "NotFound", "the server could not find the requested resource")
+            prefix, plural, name = wide.groups()
+            namespace, sub = ALL_NAMESPACES, None
+            scoped = RESOURCES.get((prefix, plural), ("", ""))[1] in CLUSTER_SCOPED
+            if name is not None and not scoped:
+                return status(404, "NotFound", "the server could not find the requested resource")
         if (prefix, plural) not in RESOURCES:
             return status(404, "NotFound", "the server could not find the requested resource")
         api_version, kind = RESOURCES[(prefix, plural)]
@@ -425,7 +439,7 @@ class FakeAPIServer:
             for (k, ns, _), obj in sorted(self.store.items()):
                 if (
                     k != kind
-                    or ns != namespace
+                    or namespace not in (ALL_NAMESPACES, ns)
                     or not matches(obj["metadata"].get("labels"), selector)
                 ):
                     continue
@@ -642,7 +656,7 @@ class FakeAPIServer:
                     copy.deepcopy(o)
                     for (k, ns, _), o in sorted(self.store.items())
                     if k == kind
-                    and ns == namespace
+                    and namespace in (ALL_NAMESPACES, ns)
                     and matches(o["metadata"].get("labels"), selector)
                 ]
             else:
@@ -666,7 +680,7 @@ class FakeAPIServer:
                 cursor = version
                 if (
                     k != kind
-                    or ns != namespace
+                    or namespace not in (ALL_NAMESPACES, ns)
                     or not matches(obj["metadata"].get("labels"), selector)
                 ):
                     continue

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx2
 
-from tests.cluster.fakeapi import CRD_KINDS, RESOURCES, FakeAPIServer
+from tests.cluster.fakeapi import CLUSTER_SCOPED, CRD_KINDS, RESOURCES, FakeAPIServer
 
 __all__ = ["HTTPFake"]
 
@@ -94,7 +94,7 @@ def _discovery(fake: FakeAPIServer, path: str) -> dict[str, Any] | None:
             {
                 "name": plural,
                 "singularName": kind.lower(),
-                "namespaced": True,
+                "namespaced": kind not in CLUSTER_SCOPED,
                 "kind": kind,
                 "verbs": VERBS,
             }

@@ -58,8 +58,9 @@ class Cluster:
         self.logs = tmp / "operator.log"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start_operator(self, priority: int | None = None) -> None:
-        argv = [sys.executable, "-c", LAUNCH, "operator", "-n", "default"]
+    def start_operator(self, priority: int | None = None, all_namespaces: bool = False) -> None:
+        argv = [sys.executable, "-c", LAUNCH, "operator"]
+        argv += ["--all-namespaces"] if all_namespaces else ["-n", "default"]
         argv += ["--standalone"] if priority is None else ["--priority", str(priority)]
         argv += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
         with open(self.logs, "ab") as log:  # the child keeps its own copy of the file
@@ -244,3 +245,36 @@ def test_two_replicas_do_the_work_once_and_the_standby_takes_over(replicas):
     low.kube.apply(second)
     low.until("the standby's Job", lambda: low.job("second"))
     assert "Resuming operations after the pause" in low.logs.read_text()
+
+
+def test_all_namespaces_with_cluster_peering(tmp_path):
+    """The deployed mode: -A, peering through the ClusterKopfPeering."""
+    fake = FakeAPIServer(crds=DEFAULT_CRDS | {"ClusterKopfPeering"})
+    fake.flux_operator = False
+    fake.rbac, fake.rbac_token = deploy_rules(), OPERATOR_TOKEN
+    with fake.changed:
+        peering = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "ClusterKopfPeering",
+            "metadata": {"name": "fluxhop-operator", "uid": "peering"},
+        }
+        fake._put("ClusterKopfPeering", "", peering, "ADDED")
+    with HTTPFake(fake) as url:
+        world = Cluster(fake, url, tmp_path)
+        world.start_operator(priority=5, all_namespaces=True)
+        try:
+            document = example("tests__hello-world__minicluster.yaml")
+            name = document["metadata"]["name"]
+            document["spec"]["interactive"] = True
+            document["spec"]["containers"][0].pop("command", None)
+            world.kube.apply(document)
+            world.until("Ready", lambda: world.condition(name, "Ready") == "True")
+            world.until(  # it announced itself to its peers, cluster-wide
+                "the operator in the peering",
+                lambda: fake.store[("ClusterKopfPeering", "", "fluxhop-operator")].get("status"),
+            )
+        finally:
+            world.kill_operator(signal.SIGTERM)
+            world.kube.close()
+    assert fake.refused == []
+    fake.close()
