@@ -68,11 +68,15 @@ def events(fake) -> list[tuple[str, str]]:
 
 
 def settle(fake, reconciler, name="demo"):
-    """Reconcile until the resource's status stops changing (pods come up)."""
-    for _ in range(50):
+    """Reconcile until the resource has come up (Ready) or ended (Succeeded or
+    Failed) and a further reconcile changes nothing: each fake.reconcile() is
+    one step of its controllers, so this waits for states, not for time."""
+    for _ in range(200):
         fake.reconcile()
         out = reconciler.reconcile(current(fake, name))
-        if "patch status" not in out.writes:
+        settled = conditions(current(fake, name))
+        done = any(settled.get(kind) == "True" for kind in ("Ready", "Succeeded", "Failed"))
+        if done and "patch status" not in out.writes:
             return out
     raise AssertionError("the status never settled")
 
