@@ -4,6 +4,8 @@ ownership, cleanup, retries, watches and every error message."""
 from __future__ import annotations
 
 import base64
+import threading
+import time
 
 import httpx2
 import pytest
@@ -215,8 +217,18 @@ def test_watch_resumes_after_a_dropped_connection(fake, ops):
 def test_watch_restarts_after_410_gone(fake, ops):
     fake.drop_watch_after = 1
     fake.compacted_rv = 10**9  # every resumed watch is too old
+    fake.schedulable = False  # the job cannot end before the first watch has started
     root = ops.create(spec())
-    assert ops.wait_exit(root, timeout=30) == 0
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append(ops.wait_exit(root, timeout=60)))
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while not any(r.verb == "WATCH" for r in fake.requests):  # no event to block on
+        assert time.monotonic() < deadline, "wait_exit never watched"
+        time.sleep(0.01)
+    fake.schedulable = True
+    waiter.join(timeout=60)
+    assert result == [0]
     watches = [r for r in fake.requests if r.verb == "WATCH"]
     assert len(watches) >= 3
     assert any("resourceVersion" not in w.params for w in watches[1:])  # restarted from scratch
