@@ -167,88 +167,44 @@ def rendered(spec: MiniCluster) -> str:
     return dump_yaml(render(spec, "job", cert=CERT))
 
 
+UNSET = dict(
+    nodes=None, ntasks=None, cores=None, gpus=None, image=None, workdir=None, env=(),
+    name=None, namespace=None, max_size=None, gpu_resource="nvidia.com/gpu",
+)  # fmt: skip
+
+
+def from_flags(command=("hostname",), **given):
+    """spec_from_options as run/create call it for flags (no -f)."""
+    defaults = {**UNSET, "image": "ghcr.io/org/app:1", "name": "demo", "namespace": "default"}
+    return spec_from_options(None, list(command), **{**defaults, **given})
+
+
+def from_file(path, **given):
+    """spec_from_options as run/create call it for -f FILE."""
+    return spec_from_options(str(path), [], **{**UNSET, **given})
+
+
 @pytest.mark.parametrize(("flag", "given", "path", "value"), FLAG_FIELDS, ids=lambda x: str(x)[:24])
 def test_each_flag_and_its_file_field_render_the_same_bytes(flag, given, path, value, tmp_path):
     placement = Placement(**{flag: given})
-    from_flags = spec_from_options(
-        None,
-        ["hostname"],
-        nodes=2,
-        ntasks=None,
-        cores=None,
-        gpus=None,
-        image="ghcr.io/org/app:1",
-        workdir=None,
-        env=(),
-        name="demo",
-        namespace="default",
-        max_size=None,
-        gpu_resource="nvidia.com/gpu",
-        placement=placement,
-    )
-    from_file = MiniCluster.from_dict(with_field(path, value))
-    assert rendered(from_flags) == rendered(from_file)
-    assert rendered(from_file) != rendered(
+    by_flags = from_flags(nodes=2, placement=placement)
+    by_file = MiniCluster.from_dict(with_field(path, value))
+    assert rendered(by_flags) == rendered(by_file)
+    assert rendered(by_file) != rendered(
         MiniCluster.from_dict(DOCUMENT)
     )  # the field does something
     # and the flag on top of a file (-f FILE --queue ...) is the same again
     path_ = tmp_path / "mc.yaml"
     path_.write_text(dump_yaml([DOCUMENT]))
-    on_file = spec_from_options(
-        str(path_),
-        [],
-        nodes=None,
-        ntasks=None,
-        cores=None,
-        gpus=None,
-        image=None,
-        workdir=None,
-        env=(),
-        name=None,
-        namespace=None,
-        max_size=None,
-        gpu_resource="nvidia.com/gpu",
-        placement=placement,
-    )
-    assert rendered(on_file) == rendered(from_file)
+    on_file = from_file(path_, placement=placement)
+    assert rendered(on_file) == rendered(by_file)
 
 
 def test_security_profile_needs_flux_in_the_image():
     placement = Placement(security="restricted")
     with pytest.raises(InputError, match=r"^--security restricted: the Flux view"):
-        spec_from_options(
-            None,
-            ["hostname"],
-            nodes=1,
-            ntasks=None,
-            cores=None,
-            gpus=None,
-            image="ghcr.io/org/app:1",
-            workdir=None,
-            env=(),
-            name="demo",
-            namespace="default",
-            max_size=None,
-            gpu_resource="nvidia.com/gpu",
-            placement=placement,
-        )
-    spec = spec_from_options(
-        None,
-        ["hostname"],
-        nodes=1,
-        ntasks=None,
-        cores=None,
-        gpus=None,
-        image="ghcr.io/org/app:1",
-        workdir=None,
-        env=(),
-        name="demo",
-        namespace="default",
-        max_size=None,
-        gpu_resource="nvidia.com/gpu",
-        placement=placement,
-        flux_in_image=True,
-    )
+        from_flags(nodes=1, placement=placement)
+    spec = from_flags(nodes=1, placement=placement, flux_in_image=True)
     file = copy.deepcopy(DOCUMENT)
     file["spec"]["size"] = file["spec"]["tasks"] = 1
     file["spec"]["pod"] = {"securityProfile": "restricted"}
@@ -277,20 +233,14 @@ def test_a_quantity_too_large_for_decimal_is_one_line_in_a_file_too():
 
 def test_flux_job_options_reach_the_job_rank_0_runs_from_flags_and_files(tmp_path):
     words = ["-o", "cpu-affinity=per-task", "-S", "user.x=a b", "-t", "1h"]
-    common = dict(
-        nodes=None, ntasks=None, cores=None, gpus=None, workdir=None, env=(), name=None,
-        namespace=None, max_size=None, gpu_resource="nvidia.com/gpu", flux_words=words,
-    )  # fmt: skip
     path = tmp_path / "mc.yaml"
     path.write_text(dump_yaml([with_field(("spec", "flux", "optionFlags"), "-o pmi=pmix")]))
-    on_file = spec_from_options(str(path), [], image=None, **common)
+    on_file = from_file(path, flux_words=words)
     assert (
         on_file.spec.flux.option_flags
         == "-o pmi=pmix -o cpu-affinity=per-task -S 'user.x=a b' -t 1h"
     )
-    by_flags = spec_from_options(
-        None, ["hostname"], image="ghcr.io/org/app:1", **{**common, "nodes": 2, "name": "demo"}
-    )
+    by_flags = from_flags(nodes=2, flux_words=words)
     entrypoint = next(o for o in render(by_flags, "job", cert=CERT) if o["kind"] == "ConfigMap")
     assert (
         "flux_run_args=(-N 2 -n 2 --exclusive -o cpu-affinity=per-task -S 'user.x=a b' -t 1h)"

@@ -84,6 +84,16 @@ def status_table(status: InstanceStatus) -> str:
     return out + "".join(f"{line}\n" for line in status.queue)
 
 
+_output = click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+
+
 def _submit_options(func: Any) -> Any:
     for option in reversed(
         [
@@ -147,14 +157,7 @@ def submit_command(
 @click.command("jobs")
 @click.argument("name", type=KUBE_NAME)
 @click.option("-a", "--all", "all_jobs", is_flag=True, help="Also the jobs that have finished.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@_output
 @kube_options()
 @local_option()
 def jobs_command(
@@ -177,14 +180,7 @@ def jobs_command(
 
 @click.command("status")
 @click.argument("name", type=KUBE_NAME)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@_output
 @kube_options()
 @local_option()
 def status_command(
