@@ -360,10 +360,6 @@ class Kube:
         )
         return result.to_dict()  # type: ignore[no-any-return]
 
-    def create_event(self, event: dict[str, Any]) -> None:
-        """Record a Kubernetes Event (core/v1)."""
-        self.create(event)
-
     def watch(
         self,
         kind_name: str,

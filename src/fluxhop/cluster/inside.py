@@ -13,9 +13,9 @@ import shutil
 import subprocess
 
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import InstanceError, LocalToolMissing, NotFound
+from fluxhop.errors import LocalToolMissing, NotFound
 from fluxhop.workload import Root
-from fluxhop.workload.verbs import FluxVerbs, Runner
+from fluxhop.workload.verbs import FluxVerbs, Runner, refuse_closed
 
 __all__ = ["Inside", "kubectl_flags"]
 
@@ -60,16 +60,8 @@ class Inside(FluxVerbs):
     def _lead(self, name: str, *, submit: bool) -> tuple[Root, str]:
         root = self.ops.require(name)
         state = self.ops.status(root).state
-        if state in ("Succeeded", "Failed"):
-            raise InstanceError(
-                f"MiniCluster {name} has finished ({state}); its instance is gone. Create an "
-                "interactive one (no command) to submit jobs into"
-            )
-        if submit and root.interactive is False:
-            raise InstanceError(
-                f"MiniCluster {name} is not interactive: its instance ends with the job rank 0 "
-                "runs; create one with no command to submit jobs into"
-            )
+        ended = state if state in ("Succeeded", "Failed") else None
+        refuse_closed(name, ended=ended, interactive=root.interactive, submit=submit)
         lead = self.ops.lead_pod(root)
         phase = (lead or {}).get("status", {}).get("phase")
         if lead is None or phase != "Running":

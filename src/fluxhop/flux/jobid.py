@@ -38,7 +38,7 @@ def parse(text: str) -> int:
     elif value.isdigit():
         total = int(value)
     else:
-        raise InputError(f"job ID {text!r} is neither F58 (fXXXX) nor a decimal number")
+        raise InputError(f"job ID {text!r} is neither F58 (e.g. fEYkSMn) nor a decimal number")
     if total > _MAX:
         raise InputError(f"job ID {text!r} does not fit in 64 bits")
     return total

@@ -10,12 +10,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from fluxhop.errors import AlreadyExists, InputError, InstanceError, NotFound
+from fluxhop.errors import AlreadyExists, InputError, NotFound
 from fluxhop.local.broker import Sink
 from fluxhop.local.instance import LocalInstance
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
+from fluxhop.workload.verbs import refuse_closed
 
 __all__ = ["LocalMiniClusters"]
 
@@ -119,15 +120,13 @@ class LocalMiniClusters:
     def flux_root(self, name: str, submit: bool = False) -> str:
         """Rank 0's Flux root once it takes jobs (for flux verbs, local/inside.py)."""
         instance = self.require(name)
-        if instance.exit_code is not None or (
-            instance.brokers and instance.brokers[0].process.poll() is not None
-        ):
-            raise InstanceError(f"MiniCluster {name} has finished; its instance is gone")
-        if submit and not instance.interactive:
-            raise InstanceError(
-                f"MiniCluster {name} is not interactive: its instance ends with the job rank 0 "
-                "runs; create one with no command to submit jobs into"
-            )
+        ended = instance.brokers and instance.brokers[0].process.poll() is not None
+        refuse_closed(
+            name,
+            ended="rank 0 exited" if instance.exit_code is not None or ended else None,
+            interactive=instance.interactive,
+            submit=submit,
+        )
         instance.wait_running()
         assert instance.layout is not None
         return instance.layout.flux_root(0)

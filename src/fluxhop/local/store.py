@@ -23,11 +23,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fluxhop.errors import AlreadyExists, FluxhopWarning, InstanceError, NotFound
+from fluxhop.errors import AlreadyExists, FluxhopWarning, NotFound
 from fluxhop.local.instance import EXIT_FILE, OUTPUT_FILE, LocalInstance
 from fluxhop.local.processes import POLL, group_alive, stop_groups
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload import Status
+from fluxhop.workload.verbs import refuse_closed
 
 __all__ = ["LocalStore", "Record", "state_dir"]
 
@@ -180,16 +181,14 @@ class LocalStore:
     def running(self, name: str, *, submit: bool = False) -> Record:
         """A MiniCluster that can take flux commands now."""
         record = self.require(name)
-        if record.exit_code() is not None:
-            raise InstanceError(
-                f"MiniCluster {name} has finished (exit code {record.exit_code()}); its instance "
-                f"is gone. fluxhop delete --local {name} removes it"
-            )
-        if submit and not record.interactive:
-            raise InstanceError(
-                f"MiniCluster {name} is not interactive: its instance ends with the job rank 0 "
-                "runs; create one with no command to submit jobs into"
-            )
+        code = record.exit_code()
+        refuse_closed(
+            name,
+            ended=None if code is None else f"exit code {code}",
+            interactive=record.interactive,
+            submit=submit,
+            then=f"fluxhop delete --local {name} removes it",
+        )
         return record
 
     def status(self, name: str) -> Status:

@@ -29,7 +29,7 @@ from fluxhop.errors import AlreadyExists, FluxhopError, SpecError
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
-from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.minicluster import Metadata, MiniCluster
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -46,11 +46,7 @@ __all__ = ["CREATED_SIZE", "FIELD_MANAGER", "OPERATED", "Outcome", "Reconciler",
 FIELD_MANAGER = "fluxhop-operator"
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
-_SERVER_FIELDS = (
-    "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-    "selfLink", "finalizers", "ownerReferences", "deletionTimestamp",
-    "deletionGracePeriodSeconds", "generateName",
-)  # fmt: skip
+_SERVER_FIELDS = tuple(Metadata.UNSUPPORTED)  # set by the API server
 
 
 def document(cr: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +87,7 @@ class Reconciler:
     def event(self, cr: dict[str, Any], kind: str, reason: str, message: str, out: Outcome) -> None:
         meta = cr["metadata"]
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.kube.create_event(
+        self.kube.create(
             {
                 "apiVersion": "v1",
                 "kind": "Event",

@@ -33,7 +33,7 @@ BROKER_NOT_STARTED = 69  # EX_UNAVAILABLE: the pod runs, its broker is not up ye
 
 # $1 is where the pod keeps Flux; the rest is flux's argv. The prelude finds
 # rank 0's broker the way `fluxhop shell` does (run/env.sh, written by the
-# entrypoint once the broker starts) and asks for ASCII job IDs (fXXXX).
+# entrypoint once the broker starts) and asks for ASCII job IDs (fEYkSMn, not ƒEYkSMn).
 _PRELUDE = (
     'env_file="$1/run/env.sh"; shift; '
     'if [ ! -f "$env_file" ]; then '

@@ -6,6 +6,7 @@ one exec each and their one-line errors are the same everywhere."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -23,7 +24,7 @@ from fluxhop.workload.inside import (
     submit_args,
 )
 
-__all__ = ["Completed", "FluxVerbs", "Runner"]
+__all__ = ["Completed", "FluxVerbs", "Runner", "refuse_closed"]
 
 
 class Completed(Protocol):
@@ -37,17 +38,39 @@ class Completed(Protocol):
 Runner = Callable[..., Completed]
 
 
-class FluxVerbs:
+def refuse_closed(
+    name: str,
+    *,
+    ended: str | None,
+    interactive: bool | None,
+    submit: bool,
+    then: str = "create an interactive one (no command) to submit jobs into",
+) -> None:
+    """The one-line refusals every backend gives: the MiniCluster's instance
+    has ended (``ended`` says how), or a job is submitted into one that is not
+    interactive (its instance ends with the job rank 0 runs)."""
+    if ended is not None:
+        raise InstanceError(
+            f"MiniCluster {name} has finished ({ended}); its instance is gone: {then}"
+        )
+    if submit and interactive is False:
+        raise InstanceError(
+            f"MiniCluster {name} is not interactive: its instance ends with the job rank 0 "
+            "runs; create one with no command to submit jobs into"
+        )
+
+
+class FluxVerbs(ABC):
     """Flux verbs on the running MiniClusters of one backend."""
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 
+    @abstractmethod
     def where(self, name: str, *, submit: bool, stdin: bool) -> tuple[list[str], str | None]:
         """(the argv prefix that runs a command beside rank 0's broker, the
         Flux root there or None for a Flux Operator pod); raises, in one line,
         when the MiniCluster cannot take the command."""
-        raise NotImplementedError
 
     def _argv(
         self,
