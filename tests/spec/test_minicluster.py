@@ -9,7 +9,9 @@ import pytest
 
 from fluxhop.errors import FluxhopWarning, SpecError
 from fluxhop.spec import MiniCluster
+from fluxhop.spec.container import Capabilities, Container
 from fluxhop.spec.names import ADJECTIVES, NOUNS, random_name
+from fluxhop.spec.pod import PodSpec
 from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
 
@@ -268,3 +270,17 @@ def test_random_names_are_dns_labels_from_ordinary_words():
 def test_interactive_with_command_warns():
     with pytest.warns(FluxhopWarning, match="interactive"):
         MiniCluster.from_dict(minimal(interactive=True))
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [(Capabilities, "add"), (Capabilities, "drop"), (Container, "ports"), (PodSpec, "tolerations")],
+)
+def test_list_defaults_are_never_shared(model, field):
+    """The models take plain ``[]`` defaults, not ``default_factory=list`` (inspecting
+    the builtin costs start-up time); pydantic copies them per instance, and this keeps
+    it so."""
+    first, second = model(), model()
+    getattr(first, field).append(None)
+    assert getattr(second, field) == []
+    assert model.model_fields[field].default == []

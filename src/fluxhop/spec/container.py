@@ -179,8 +179,8 @@ class LifeCycle(Model):
 
 
 class Capabilities(Model):
-    add: list[str] = Field(default_factory=list)
-    drop: list[str] = Field(default_factory=list)
+    add: list[str] = Field(default=[])
+    drop: list[str] = Field(default=[])
 
 
 class SecurityContext(Model):
@@ -232,7 +232,7 @@ class Container(Model):
     image_pull_secret: DnsSubdomain | None = None
     pull_always: bool = False
     security_context: SecurityContext | None = None
-    ports: list[Port] = Field(default_factory=list)
+    ports: list[Port] = Field(default=[])
     secrets: dict[EnvName, SecretRef] = Field(default_factory=dict)
     commands: Commands = Field(default_factory=Commands)
     life_cycle: LifeCycle = Field(default_factory=LifeCycle)

@@ -61,7 +61,7 @@ class PodSpec(Model):
     labels: Labels = Field(default_factory=dict)
     node_selector: Labels = Field(default_factory=dict)
     node_affinity: dict[QualifiedName, list[LabelValue]] = Field(default_factory=dict)
-    tolerations: list[Toleration] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default=[])
     service_account_name: DnsSubdomain | None = None
     automount_service_account_token: bool | None = None
     security_context: PodSecurityContext | None = None

@@ -17,7 +17,6 @@ Pydantic errors are turned into the same one-line form:
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 import warnings
@@ -99,6 +98,8 @@ def screen(
             if dropped is not None:
                 dropped.append(((*path, key), value, unsupported[key]))
         else:
+            import difflib  # only for a misspelt key: render of a good file never needs it
+
             close = difflib.get_close_matches(str(key), [*fields, *unsupported], n=1, cutoff=0.6)
             hint = (
                 f"; did you mean {close[0]!r}?"
