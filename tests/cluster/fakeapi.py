@@ -858,7 +858,10 @@ class FakeAPIServer:
     def _job(self, namespace: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
         conditions = job.setdefault("status", {}).setdefault("conditions", [])
-        if job["spec"].get("suspend") or any(c["status"] == "True" for c in conditions):
+        if any(c["status"] == "True" for c in conditions):
+            return
+        if job["spec"].get("suspend"):
+            self._remove_active_pods(namespace, name)  # a suspended Job runs no pods
             return
         pods = {
             self._pod_index(p): p
@@ -888,15 +891,17 @@ class FakeAPIServer:
             }
         )
         self._bump("MODIFIED", "Job", namespace, job)
-        name = job["metadata"]["name"]
+        self._remove_active_pods(namespace, job["metadata"]["name"])  # terminates the rest
+
+    def _remove_active_pods(self, namespace: str, job_name: str) -> None:
         for (k, ns, n), pod in list(self.store.items()):
             ours = (
                 k == "Pod"
                 and ns == namespace
-                and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name
+                and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
             )
             if ours and pod["status"]["phase"] in ("Pending", "Running"):
-                self._remove("Pod", ns, n)  # the Job controller terminates the rest
+                self._remove("Pod", ns, n)
 
     @staticmethod
     def _pod_index(pod: dict[str, Any]) -> int:

@@ -1,6 +1,8 @@
 """Kueue, as far as the fake API server needs it: for a queued Job or JobSet
 it keeps a Workload (labelled with the job's uid, as Kueue labels it) whose
-conditions a test sets, and admits the workload by unsuspending it."""
+conditions a test sets, admits the workload by unsuspending it, and (as
+Kueue's job reconciler does after a change) stops an admitted Job whose size
+no longer matches what it admitted."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ class Kueue:
     def __init__(self, server: FakeAPIServer, namespace: str = "default") -> None:
         self.server = server
         self.namespace = namespace
+        self.admitted: dict[tuple[str, str], int] = {}  # pod count Kueue admitted
 
     def _root(self, kind: str, name: str) -> dict[str, Any]:
         root = self.server.store.get((kind, self.namespace, name))
@@ -58,4 +61,28 @@ class Kueue:
         with self.server.changed:
             root = self._root(kind, name)
             root["spec"]["suspend"] = False
+            self.admitted[(kind, name)] = _count(root)
             self.server._bump("MODIFIED", kind, self.namespace, root)
+
+    def observe(self, kind: str, name: str) -> None:
+        """Kueue's reconcile of the job after a change: an admitted Job whose
+        pod count differs from the admitted one matches no Workload, so Kueue
+        stops it (suspends it; its pods go) to queue it again - unless it is an
+        elastic job, which Kueue resizes in place (workload slices)."""
+        with self.server.changed:
+            root = self._root(kind, name)
+            annotations = root["metadata"].get("annotations") or {}
+            elastic = annotations.get("kueue.x-k8s.io/elastic-job") == "true"
+            admitted = self.admitted.get((kind, name))
+            if admitted is not None and _count(root) != admitted and not elastic:
+                root["spec"]["suspend"] = True
+                del self.admitted[(kind, name)]
+                self.server._bump("MODIFIED", kind, self.namespace, root)
+            elif admitted is not None:
+                self.admitted[(kind, name)] = _count(root)
+
+
+def _count(root: dict[str, Any]) -> int:
+    """The pod set's count, as Kueue reads it from a Job: max(parallelism, completions)."""
+    spec = root["spec"]
+    return max(spec.get("parallelism", 1), spec.get("completions", 1))

@@ -1,6 +1,7 @@
 """A queued MiniCluster against the fake API server with a stand-in Kueue:
 created suspended, waits saying "waiting for admission by queue NAME" with
-Kueue's reason, proceeds once admitted, and a timeout names the queue."""
+Kueue's reason, proceeds once admitted, and a timeout names the queue; once
+admitted, its size changes only where Kueue would not restart it for that."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from fluxhop.cli import main
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import WaitTimeout
+from fluxhop.errors import InputError, WaitTimeout
 from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.spec.kueue import ELASTIC_ANNOTATION
 from fluxhop.spec.placement import Placement
 from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
 from tests.cluster.fixtures import write_kubeconfig
@@ -29,14 +31,19 @@ def fake():  # this module's cluster runs Kueue
     server.close()
 
 
-def queued(size: int = 2):
-    return minicluster_from_flags(
+def queued(size: int = 2, *, max_size: int | None = None, elastic: bool = False, up: bool = False):
+    spec = minicluster_from_flags(
         ["hostname"],
         image="ubuntu:noble",
         nodes=size,
         name="demo",
+        max_size=max_size,
         placement=Placement(queue="team-a"),
     )
+    if elastic:
+        spec.metadata.annotations[ELASTIC_ANNOTATION] = "true"
+    spec.spec.interactive = up  # an interactive instance stays up until deleted
+    return spec
 
 
 class Watcher:
@@ -138,3 +145,72 @@ def test_run_shows_the_wait_and_fails_naming_the_queue(cli_cluster, kubeconfig, 
     assert "fluxhop: demo: waiting for admission by queue team-a" in err
     assert "timed out after 0.3s waiting for admission by queue team-a" in err
     assert cli_cluster.objects() == []  # run cleans up what it created
+
+
+def running_pods(fake) -> int:
+    fake.reconcile()
+    return sum(p["status"]["phase"] in ("Pending", "Running") for p in fake.objects(kinds=("Pod",)))
+
+
+@pytest.fixture
+def admitted(ops, fake):
+    """Create a queued MiniCluster (room to grow to 4), admitted with 2 pods."""
+
+    def admitted(**options):
+        kueue = Kueue(fake)
+        ops.create(queued(2, max_size=4, up=True, **options), "job")
+        kueue.admit("Job", "demo")
+        assert running_pods(fake) == 2
+        return kueue
+
+    return admitted
+
+
+def test_kueue_restarts_an_admitted_job_whose_size_changes(admitted, fake, kube):
+    """Why fluxhop refuses: a size change behind its back makes Kueue stop the Job."""
+    kueue = admitted()
+    kube.merge_patch("Job", "demo", {"spec": {"parallelism": 3, "completions": 3}})
+    kueue.observe("Job", "demo")
+    assert fake.get("Job", "demo")["spec"]["suspend"] is True
+    assert running_pods(fake) == 0  # every broker gone, back in the queue
+
+
+def test_scaling_an_admitted_queued_minicluster_is_refused(admitted, fake, ops):
+    kueue = admitted()
+    with pytest.raises(InputError) as err:
+        ops.scale(ops.require("demo"), 3)
+    assert str(err.value) == (
+        "MiniCluster demo was admitted by Kueue queue team-a, which stops a running Job "
+        "whose size changes and queues it again (every broker restarts, its jobs are lost); "
+        "delete it and create it with the new size, or annotate it kueue.x-k8s.io/elastic-job: "
+        '"true" where Kueue runs ElasticJobsViaWorkloadSlices'
+    )
+    kueue.observe("Job", "demo")
+    job = fake.get("Job", "demo")
+    assert job["spec"]["parallelism"] == 2 and job["spec"]["suspend"] is False
+    assert running_pods(fake) == 2
+
+
+def test_an_elastic_job_is_scaled_in_place(admitted, fake, ops):
+    kueue = admitted(elastic=True)
+    assert ops.scale(ops.require("demo"), 3).size == 3
+    kueue.observe("Job", "demo")
+    assert fake.get("Job", "demo")["spec"]["suspend"] is False
+    assert running_pods(fake) == 3
+
+
+def test_a_minicluster_still_in_the_queue_can_be_resized(ops, fake):
+    kueue = Kueue(fake)
+    root = ops.create(queued(2, max_size=4, up=True), "job")
+    assert ops.scale(root, 3).size == 3  # Kueue makes it a new Workload of 3
+    kueue.admit("Job", "demo")
+    assert running_pods(fake) == 3
+
+
+def test_fluxhop_scale_says_so_in_one_line(admitted, cli_cluster, kubeconfig, capsys):
+    admitted()
+    code = main(["scale", "demo", "--size", "3", "--kubeconfig", str(kubeconfig)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("fluxhop: MiniCluster demo was admitted by Kueue queue team-a")
+    assert cli_cluster.get("Job", "demo")["spec"]["parallelism"] == 2

@@ -450,6 +450,9 @@ class MiniClusters:
             raise InputError(
                 "a JobSet MiniCluster cannot be resized; create it with --target job to scale it"
             )
+        problem = root.resize_problem()
+        if problem is not None:
+            raise InputError(problem)
         if root.target is Target.JOB:
             obj = self.kube.merge_patch(
                 "Job", root.name, {"spec": {"parallelism": size, "completions": size}}

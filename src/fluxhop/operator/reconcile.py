@@ -8,7 +8,8 @@ that says what is happening.
   it changes, events only on a transition).
 * The CURVE Secret is created with the Job and never rotated.
 * A change a running MiniCluster can take - its size, within maxSize - is
-  applied in place, exactly as ``fluxhop scale`` does (the Job's parallelism);
+  applied in place, exactly as ``fluxhop scale`` does (the Job's parallelism),
+  and refused like it where Kueue would restart the MiniCluster for it;
   any other change is reported on the resource (condition SpecApplied False,
   and an event), never silently ignored.
 * A bad spec gets the one-line message the CLI prints, as condition Failed
@@ -40,6 +41,7 @@ from fluxhop.workload.marks import (
     owner_reference,
     prepare,
 )
+from fluxhop.workload.root import Root
 
 __all__ = ["CREATED_SIZE", "FIELD_MANAGER", "OPERATED", "Outcome", "Reconciler", "document"]
 
@@ -187,6 +189,10 @@ class Reconciler:
             return job
         self._complete(spec, job, out)
         if job["spec"].get("parallelism") != spec.spec.size:
+            problem = Root(Target.JOB, job).resize_problem()
+            if problem is not None:
+                out.problem = Problem("SpecApplied", "ResizeRefused", problem)
+                return job
             job = self.kube.merge_patch(
                 "Job",
                 spec.name,

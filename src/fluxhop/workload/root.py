@@ -9,7 +9,7 @@ from typing import Any
 
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
-from fluxhop.spec.kueue import QUEUE_LABEL
+from fluxhop.spec.kueue import QUEUE_LABEL, resize_problem
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -131,6 +131,13 @@ class Root:
     def suspended(self) -> bool:
         """Created suspended and not yet admitted (Kueue unsuspends it)."""
         return bool(self.obj.get("spec", {}).get("suspend"))
+
+    def resize_problem(self) -> str | None:
+        """Why a change of size would restart this MiniCluster (under Kueue), or None."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        return resize_problem(
+            self.name, self.queue, admitted=not self.suspended, annotations=annotations
+        )
 
     @property
     def created(self) -> datetime | None:
