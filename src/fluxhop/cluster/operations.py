@@ -1,5 +1,5 @@
-"""MiniCluster operations against a cluster: create, find, wait, logs, scale,
-delete.
+"""MiniCluster operations against a cluster: create, find, wait (waiting.py),
+logs, scale, delete.
 
 The workload object (Job, JobSet or MiniCluster) is the *root*: it is applied
 first, and every other object carries an ownerReference to it, so deleting
@@ -12,14 +12,13 @@ volume it mounts is there, and fluxhop applies both right after the root.
 from __future__ import annotations
 
 import copy
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
@@ -29,9 +28,8 @@ from fluxhop.errors import (
     NotFound,
     NotInstalled,
     NotOurs,
-    WaitTimeout,
 )
-from fluxhop.render.objects import MANAGED_BY, MINICLUSTER_LABEL
+from fluxhop.render.objects import MANAGED_BY
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.marks import (
@@ -44,21 +42,15 @@ from fluxhop.workload.marks import (
 )
 from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
-    Progress,
     Status,
-    admission,
     completion_index,
-    exit_code,
-    started,
     status_of,
 )
 
 __all__ = ["MiniClusters", "selector_text"]
 
-KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"  # the label Kueue puts on a Workload
 
-
-class MiniClusters:
+class MiniClusters(Waiting):
     """MiniClusters in one namespace of one cluster."""
 
     def __init__(self, kube: Kube, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -215,220 +207,7 @@ class MiniClusters:
             ]
         return sorted(statuses, key=lambda s: s.name)
 
-    # --- wait / logs --------------------------------------------------------------
-
-    def _watch(
-        self,
-        kind_name: str,
-        labels: dict[str, str],
-        stop: threading.Event,
-        events: queue.Queue[Any],
-        *,
-        optional: bool = False,
-    ) -> None:
-        """Events of ``kind_name`` onto ``events`` as (kind, event, object), from
-        a daemon thread, so that waits can time out; an ``optional`` kind whose
-        API is not installed (Kueue's Workload) just sends nothing."""
-
-        def pump() -> None:
-            try:
-                for event, obj in self.kube.watch(kind_name, labels=labels):
-                    events.put((kind_name, event, obj))
-                    if stop.is_set():
-                        return
-            except NotInstalled:
-                if not optional:
-                    events.put(NotInstalled(f"{kind_name} is not served by this cluster"))
-            except BaseException as err:  # handed to the waiting thread
-                if not (optional and stop.is_set()):
-                    events.put(err)
-
-        threading.Thread(target=pump, name=f"watch-{kind_name}", daemon=True).start()
-
-    @staticmethod
-    def _next(events: queue.Queue[Any], remaining: float | None) -> tuple[str, str, Any] | None:
-        """The next event, None on timeout; an error from a watch is raised."""
-        try:
-            item = events.get(timeout=remaining)
-        except queue.Empty:
-            return None
-        if isinstance(item, BaseException):
-            raise item
-        return item  # type: ignore[no-any-return]
-
-    def _remaining(self, deadline: float | None) -> float | None:
-        return None if deadline is None else max(0.0, deadline - self.clock())
-
-    def wait(
-        self,
-        root: Root,
-        until: Callable[[Progress], bool],
-        *,
-        timeout: float | None = None,
-        on_progress: Callable[[Progress], None] | None = None,
-    ) -> Progress:
-        """Until ``until(progress)`` holds: first, for a queued MiniCluster, until
-        its queue admits it; then one watch of its pods."""
-        progress = Progress(root.size)
-        deadline = None if timeout is None else self.clock() + timeout
-        if root.queue and root.suspended:
-            root = self._wait_admitted(root, progress, deadline, timeout or 0, on_progress)
-        stop = threading.Event()
-        events: queue.Queue[Any] = queue.Queue()
-        self._watch("Pod", root.pod_selector, stop, events)
-        try:
-            while True:
-                item = self._next(events, self._remaining(deadline))
-                if item is None:
-                    raise self._stuck(root, progress, timeout or 0) from None
-                _, event, pod = item
-                name = pod["metadata"]["name"]
-                if event == "DELETED":
-                    progress.pods.pop(name, None)
-                else:
-                    progress.pods[name] = pod
-                if on_progress:
-                    on_progress(progress)
-                if until(progress):
-                    return progress
-        finally:
-            stop.set()
-
-    def _wait_admitted(
-        self,
-        root: Root,
-        progress: Progress,
-        deadline: float | None,
-        timeout: float,
-        on_progress: Callable[[Progress], None] | None,
-    ) -> Root:
-        """Watch the suspended root (and Kueue's Workload for it, where Kueue is
-        installed) until the queue admits it: Kueue unsuspends it."""
-        queue_name = root.queue or ""
-        stop = threading.Event()
-        events: queue.Queue[Any] = queue.Queue()
-        kind_name = ROOT_KINDS[root.target]
-        self._watch(kind_name, {MINICLUSTER_LABEL: root.name}, stop, events)
-        uid = root.obj["metadata"].get("uid")
-        if uid:
-            self._watch("Workload", {KUEUE_JOB_UID: uid}, stop, events, optional=True)
-        workloads: dict[str, dict[str, Any]] = {}
-        progress.admission = admission(queue_name, [])
-        if on_progress:
-            on_progress(progress)
-        try:
-            while True:
-                item = self._next(events, self._remaining(deadline))
-                if item is None:
-                    raise WaitTimeout(
-                        f"timed out after {timeout:g}s {progress.admission} (kubectl describe "
-                        f"localqueue {queue_name} shows why)"
-                    )
-                kind_of_event, event, obj = item
-                name = obj["metadata"]["name"]
-                if kind_of_event == "Workload":
-                    if event == "DELETED":
-                        workloads.pop(name, None)
-                    else:
-                        workloads[name] = obj
-                elif name == root.name:
-                    if event == "DELETED":
-                        raise NotFound(
-                            f"MiniCluster {root.name} was deleted while {progress.admission}"
-                        )
-                    root = Root(root.target, obj)
-                    if not root.suspended:
-                        progress.admission = None
-                        return root
-                progress.admission = admission(queue_name, list(workloads.values()))
-                if on_progress:
-                    on_progress(progress)
-        finally:
-            stop.set()
-
-    def _stuck(self, root: Root, progress: Progress, timeout: float) -> WaitTimeout:
-        reasons = []
-        for name, pod in sorted(progress.pods.items()):
-            phase = pod.get("status", {}).get("phase", "Pending")
-            if phase in ("Running", "Succeeded", "Failed"):
-                continue
-            why = ""
-            events = [
-                e for e in self.kube.events_for(name) if e.get("type") == "Warning"
-            ] or self.kube.events_for(name)
-            if events:
-                last = events[-1]
-                why = f" ({last.get('reason')}: {' '.join(str(last.get('message', '')).split())})"
-            reasons.append(f"{name} {phase}{why}")
-        missing = root.size - len(progress.pods)
-        if missing > 0:
-            reasons.append(f"{missing} pod(s) not created yet")
-        return WaitTimeout(
-            f"timed out after {timeout:g}s waiting for MiniCluster {root.name}: "
-            + "; ".join(reasons or ["no pods"])
-        )
-
-    def wait_ready(
-        self,
-        root: Root,
-        *,
-        timeout: float | None = None,
-        on_progress: Callable[[Progress], None] | None = None,
-    ) -> Progress:
-        """Until every pod runs, or the job already ended (rank 0 finished or a
-        pod failed; the Job controller then removes the other pods)."""
-
-        def ready(progress: Progress) -> bool:
-            lead_done = any(
-                completion_index(p) == 0
-                and p.get("status", {}).get("phase") in ("Succeeded", "Failed")
-                for p in progress.pods.values()
-            )
-            return (
-                lead_done
-                or progress.count("Failed") > 0
-                or progress.running + progress.finished >= root.size
-            )
-
-        return self.wait(root, ready, timeout=timeout, on_progress=on_progress)
-
-    def wait_lead_started(
-        self,
-        root: Root,
-        *,
-        timeout: float | None = None,
-        on_progress: Callable[[Progress], None] | None = None,
-    ) -> dict[str, Any]:
-        def lead_started(progress: Progress) -> bool:
-            return any(
-                completion_index(p) == 0 and started(p, root.container)
-                for p in progress.pods.values()
-            )
-
-        progress = self.wait(root, lead_started, timeout=timeout, on_progress=on_progress)
-        return next(
-            p
-            for p in progress.pods.values()
-            if completion_index(p) == 0 and started(p, root.container)
-        )
-
-    def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
-        """The exit code of rank 0's Flux container, once it has one."""
-
-        def lead_exited(progress: Progress) -> bool:
-            return any(
-                completion_index(p) == 0 and exit_code(p, root.container) is not None
-                for p in progress.pods.values()
-            )
-
-        progress = self.wait(root, lead_exited, timeout=timeout)
-        lead = next(
-            p
-            for p in progress.pods.values()
-            if completion_index(p) == 0 and exit_code(p, root.container) is not None
-        )
-        code = exit_code(lead, root.container)
-        return 1 if code is None else code
+    # --- logs -------------------------------------------------------------------
 
     def logs(self, root: Root, *, follow: bool = False) -> Iterator[str]:
         lead = self.lead_pod(root)

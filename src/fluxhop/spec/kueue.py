@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ELASTIC_ANNOTATION",
+    "KUEUE_JOB_UID",
     "KUEUE_PREFIX",
     "PREFERRED_TOPOLOGY",
     "QUEUE_LABEL",
@@ -28,6 +29,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"  # the label Kueue puts on a job's Workload
 
 
 def queue_of(spec: MiniCluster) -> str | None:
