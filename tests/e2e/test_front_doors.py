@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +20,14 @@ from tests.trainer.conftest import EXAMPLES, documents, flux_runtime
 FLUXHOP = Path(sys.executable).parent / "fluxhop"
 
 
-def lammps_trainjob(command: list[str], procs: int = 2) -> dict:
-    """The upstream LAMMPS TrainJob with a command this machine has. Its four
-    ranks per node become two: R gives each node numProcPerNode cores (the
-    plugin's rule) and Flux drains a node whose R claims cores it lacks, and
-    this machine has two."""
+def lammps_trainjob(command: list[str], **trainer: int) -> dict:
+    """The upstream LAMMPS TrainJob with a command this machine has, and its
+    four ranks per node: R gives each node numProcPerNode cores (the
+    plugin's rule), more than this 2-CPU machine has, which Flux accepts
+    because fluxhop tells it those cores are slots (CORES_AS_SLOTS)."""
     (job,) = documents(EXAMPLES / "examples__flux__lammps-train-job.yaml")
     job = copy.deepcopy(job)
-    job["spec"]["trainer"].update(command=command, numProcPerNode=procs)
+    job["spec"]["trainer"].update(command=command, **trainer)
     return job
 
 
@@ -51,8 +52,26 @@ def test_the_lammps_trainjob_runs_on_every_rank(simulate):
     objects = with_view_from_host(build(lammps_trainjob(["hostname"]), flux_runtime()))
     done = simulate(objects).run()
     assert done.code == 0, done.explain()
-    hosts = [f"lammps-flux-node-0-{i}" for i in range(2)]
-    assert sorted(done.lead_lines()) == sorted(hosts * 2)  # two ranks per node
+    (job,) = documents(EXAMPLES / "examples__flux__lammps-train-job.yaml")
+    nodes, procs = job["spec"]["trainer"]["numNodes"], job["spec"]["trainer"]["numProcPerNode"]
+    assert procs > os.cpu_count()  # more slots than this machine has CPUs
+    hosts = [f"lammps-flux-node-0-{i}" for i in range(nodes)]
+    assert sorted(done.lead_lines()) == sorted(hosts * procs)
+
+
+def test_one_rank_per_node_keeps_every_cpu_of_its_pod(simulate):
+    """R's one core per node is a slot: bound to it (Flux's default
+    cpu-affinity), the rank would get one CPU of the pod's."""
+    command = ["grep", "Cpus_allowed_list", "/proc/self/status"]
+    objects = with_view_from_host(build(lammps_trainjob(command, numProcPerNode=1), flux_runtime()))
+    done = simulate(objects).run()
+    assert done.code == 0, done.explain()
+    ours = next(
+        line
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("Cpus_allowed_list")
+    )
+    assert done.lead_lines() == [ours, ours]
 
 
 def test_a_failing_training_command_fails_once(simulate):

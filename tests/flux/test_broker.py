@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from fluxhop.errors import BrokerConfigError
 from fluxhop.flux import hostlist
 from fluxhop.flux.broker import (
+    CORES_AS_SLOTS,
     BrokerConfig,
     HostEntry,
     format_uri,
@@ -208,11 +210,28 @@ def test_all_tables_and_no_archive():
         ({"topo": "star"}, "unknown topology"),
         ({"connect_timeout": "soon"}, "connect_timeout"),
         ({"default_port": 70000}, "default_port"),
+        ({"resource_verify": {"cores": "ignore"}}, r"\[resource.verify\] 'cores' is not one of"),
+        ({"resource_verify": {"core": "loose"}}, r"core = 'loose' is not one of strict, "),
     ],
 )
 def test_bad_values_fail_before_anything_is_written(kwargs, match):
     with pytest.raises(BrokerConfigError, match=match):
         BrokerConfig(hosts=["a", "b"], **{**BASE, **kwargs})
+
+
+def test_verify_table_is_written_whole_and_noverify_overrides_it():
+    """A [resource.verify] table replaces flux's implicit defaults (an empty one
+    is strict for everything), so CORES_AS_SLOTS spells every key out."""
+    config = BrokerConfig(hosts=["a", "b"], resource_verify=CORES_AS_SLOTS, **BASE)
+    verify = tomllib.loads(config.to_toml())["resource"]["verify"]
+    assert verify == {
+        "default": "allow-extra",
+        "hostname": "strict",
+        "core": "ignore",
+        "gpu": "ignore",
+    }
+    both = dataclasses.replace(config, resource_noverify=True)
+    assert tomllib.loads(both.to_toml())["resource"] == {"noverify": True}
 
 
 def test_errors_are_one_line():

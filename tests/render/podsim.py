@@ -111,7 +111,7 @@ FAKE_FLUX = textwrap.dedent(
     if cmd == "run":
         record()
         i = 0
-        with_value = {"-N", "-n", "-c", "-g", "--nodes", "--ntasks"}
+        with_value = {"-N", "-n", "-c", "-g", "-o", "-S", "-t", "--nodes", "--ntasks"}
         while i < len(args) and args[i].startswith("-"):
             i += 2 if args[i] in with_value else 1
         os.execvp(args[i], args[i:])

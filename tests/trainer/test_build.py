@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import tomllib
 
 import pytest
 
@@ -26,6 +27,11 @@ from tests.trainer.conftest import (
 
 FLUX_TRAINJOBS = sorted(EXAMPLES.glob("examples__flux__*.yaml"))
 FLUX_TRAINJOBS = [p for p in FLUX_TRAINJOBS if documents(p)[0]["kind"] == "TrainJob"]
+
+
+def run_args(nodes: int, tasks: int) -> str:
+    """The entrypoint's flux run flags: whole nodes, R's cores being slots."""
+    return f"flux_run_args=(-N {nodes} -n {tasks} --exclusive -o cpu-affinity=off)"
 
 
 def test_the_flux_examples_are_all_here():
@@ -103,7 +109,8 @@ def test_argv_arrives_exactly_and_the_exit_code_propagates(tmp_path, runtime):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == repr(ARGV[3:])
     run_call = next(c for c in lead.calls() if c["argv"][0] == "run")
-    assert run_call["argv"] == ["run", "-N", "2", "-n", "2", "--exclusive", *ARGV]
+    flags = ["-N", "2", "-n", "2", "--exclusive", "-o", "cpu-affinity=off"]
+    assert run_call["argv"] == ["run", *flags, *ARGV]
 
     failing = build(trainjob(numNodes=2, command=["sh", "-c", "exit 7"]), runtime, cert=CERT)
     assert run_pod(tmp_path / "f", failing, 0, "demo-node-0-0").run().returncode == 7
@@ -147,7 +154,7 @@ def test_fallbacks(trainer, policy, nodes, procs):
     objects = build(job, runtime, cert=CERT)
     assert objects[-1]["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == nodes
     entrypoint = objects[0]["data"]["entrypoint.sh"]
-    assert f"flux_run_args=(-N {nodes} -n {nodes * procs} --exclusive)" in entrypoint
+    assert run_args(nodes, nodes * procs) in entrypoint
     r = objects[0]["data"]["R"]
     assert f'"children": {{"core": "{"0" if procs == 1 else f"0-{procs - 1}"}"}}' in r
 
@@ -174,7 +181,7 @@ def test_the_job_owns_every_gpu_of_its_nodes(procs, gpus):
         resourcesPerNode={"limits": {"nvidia.com/gpu": gpus}},
     )
     objects = build(job, flux_runtime(), cert=CERT)
-    expected = f"flux_run_args=(-N 2 -n {2 * procs} --exclusive)"
+    expected = run_args(2, 2 * procs)
     assert expected in objects[0]["data"]["entrypoint.sh"]
     assert f'"gpu": "0-{gpus - 1}"' in objects[0]["data"]["R"]
     assert node_container(objects)["resources"] == {"limits": {"nvidia.com/gpu": gpus}}
@@ -185,7 +192,7 @@ def test_gpus_from_the_runtime_container():
         resources={"requests": {"amd.com/gpu": "2"}, "limits": {"amd.com/gpu": "2"}}
     )
     objects = build(trainjob(numNodes=1, command=["x"]), runtime, cert=CERT)
-    assert "flux_run_args=(-N 1 -n 1 --exclusive)" in objects[0]["data"]["entrypoint.sh"]
+    assert run_args(1, 1) in objects[0]["data"]["entrypoint.sh"]
     assert '"gpu": "0-1"' in objects[0]["data"]["R"]
 
 
@@ -224,6 +231,25 @@ def test_defaults_without_settings(runtime):
     installer = node_pod(objects)["initContainers"][-1]
     assert installer["image"] == "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
     assert 'default_bind = "tcp://eth0:%p"' in objects[0]["data"]["broker.toml"]
+
+
+@pytest.mark.parametrize("procs", [1, 4, 64])
+def test_num_proc_per_node_cores_are_slots_flux_neither_checks_nor_binds(runtime, procs):
+    """R gives each node numProcPerNode cores (slots, unchecked against the
+    node); with Flux's default verification a node with fewer CPUs is drained
+    and the job waits forever, and with its default cpu-affinity 1 rank per
+    node is bound to 1 CPU of the node."""
+    objects = build(trainjob(numNodes=2, numProcPerNode=procs), runtime, cert=CERT)
+    resource = tomllib.loads(objects[0]["data"]["broker.toml"])["resource"]
+    assert resource["verify"] == {
+        "default": "allow-extra",
+        "hostname": "strict",
+        "core": "ignore",
+        "gpu": "ignore",
+    }
+    assert "noverify" not in resource  # hostnames are still checked against R
+    entrypoint = objects[0]["data"]["entrypoint.sh"]
+    assert run_args(2, 2 * procs) in entrypoint
 
 
 def test_owner_references_only_when_the_uid_is_known(runtime):

@@ -13,7 +13,7 @@ Only live tables are written: ``[archive]`` was removed in flux-core v0.68.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import tomli_w
@@ -23,6 +23,7 @@ from fluxhop.flux import fsd, hostlist
 from fluxhop.flux.topology import parents, validate_topo
 
 __all__ = [
+    "CORES_AS_SLOTS",
     "QUEUE_POLICIES",
     "BrokerConfig",
     "HostEntry",
@@ -32,6 +33,14 @@ __all__ = [
 ]
 
 QUEUE_POLICIES = ("fcfs", "easy", "hybrid", "conservative")
+VERIFY_KEYS = ("default", "hostname", "core", "gpu")
+VERIFY_MODES = ("strict", "allow-extra", "allow-missing", "ignore")
+# [resource.verify] for an R whose cores are process slots, not CPUs fluxhop
+# counted: flux-core's implicit defaults (a table replaces all of them, and an
+# empty one is strict) with core "ignore", so that a node with fewer CPUs than
+# R claims, or more (allow-missing alone drains it for "extra resources"),
+# runs the job instead of being drained with the job waiting forever.
+CORES_AS_SLOTS = {"default": "allow-extra", "hostname": "strict", "core": "ignore", "gpu": "ignore"}
 _LABEL_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 MAX_URI_BYTES = 2048
 MAX_IPC_PATH = 108
@@ -136,6 +145,7 @@ class BrokerConfig:
     connect_timeout: str | None = None
     resource_path: str | None = None
     resource_noverify: bool = False
+    resource_verify: Mapping[str, str] | None = None
     access: dict[str, bool] = field(default_factory=dict)
     queue_policy: str | None = None
 
@@ -181,6 +191,15 @@ class BrokerConfig:
             except DurationError as err:
                 raise BrokerConfigError(f"[tbon] connect_timeout: {err}") from None
         validate_topo(self.topo or "custom")
+        for key, mode in (self.resource_verify or {}).items():
+            if key not in VERIFY_KEYS:
+                raise BrokerConfigError(
+                    f"[resource.verify] {key!r} is not one of {', '.join(VERIFY_KEYS)}"
+                )
+            if mode not in VERIFY_MODES:
+                raise BrokerConfigError(
+                    f"[resource.verify] {key} = {mode!r} is not one of {', '.join(VERIFY_MODES)}"
+                )
 
     def _check_uris(self, host: str, bind: str | None, connect: str | None) -> None:
         if bind is not None:
@@ -274,6 +293,8 @@ class BrokerConfig:
             resource["path"] = self.resource_path
         if self.resource_noverify:
             resource["noverify"] = True
+        elif self.resource_verify is not None:
+            resource["verify"] = dict(self.resource_verify)
         if resource:
             doc["resource"] = resource
         if self.access:

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from fluxhop.errors import SpecError
-from fluxhop.flux.broker import BrokerConfig
+from fluxhop.flux.broker import CORES_AS_SLOTS, BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
@@ -141,7 +141,10 @@ def build_bundle(
     cores_per_node: int | None = None,
 ) -> Bundle:
     """``cores_per_node`` describes every node with that many cores in R
-    instead of the container's CPU request (or counting them at start)."""
+    instead of the container's CPU request (or counting them at start). Those
+    cores are process slots (Kubeflow Trainer's numProcPerNode) that nothing
+    has checked against the node, so Flux is told to accept a node with fewer
+    (``CORES_AS_SLOTS``); drained, the node would leave the job waiting forever."""
     body = spec.spec
     flux = body.flux
     root = flux.container.mount_path
@@ -161,6 +164,7 @@ def build_bundle(
         resource_path=f"{paths.config_dir}/R" if resources else f"{root}/run/R",
         access={"allow-guest-user": True, "allow-root-owner": True},
         queue_policy=None if flux.scheduler.simple else (flux.scheduler.queue_policy or "fcfs"),
+        resource_verify=CORES_AS_SLOTS if cores_per_node else None,
     )
     lead = body.flux_container
     params = EntrypointParams(

@@ -117,6 +117,7 @@ def local_bundle(
         default_connect=None,
         curve_cert=layout.cert_path,
         resource_noverify=True,
+        resource_verify=None,
     )
     files = dict(bundle.config_files)
     files["broker.toml"] = broker.to_toml()
