@@ -115,7 +115,8 @@ def test_run_dry_run_keeps_argv_and_flux_flags(capsys):
     assert {"name": "A", "value": "1"} in container["env"]
     assert container["workingDir"] == "/w"
     assert job["spec"]["parallelism"] == 4
-    assert "flux_run_args=(-N 4 -n 8 --exclusive -c 2)" in objects[0]["data"]["entrypoint.sh"]
+    expected = "flux_run_args=(-N 4 -n 8 --exclusive -o cpu-affinity=off -c 2)"
+    assert expected in objects[0]["data"]["entrypoint.sh"]  # -c makes a CPU request
 
 
 def test_run_stops_option_parsing_at_the_command(capsys):

@@ -34,3 +34,17 @@ def test_four_ranks_and_the_exit_code(workdir):
     failed = run_local("-N", "4", "--", "sh", "-c", "exit 3", tmp=workdir)
     assert failed.returncode == 3, failed.stderr
     assert not list(workdir.iterdir())  # every run directory is gone
+
+
+def test_the_tasks_of_local_ranks_are_not_piled_onto_one_cpu(workdir):
+    """Every local rank's R claims the same first cores of this host; bound to
+    them (Flux's default cpu-affinity), all tasks of all ranks ran on CPU 0."""
+    command = ["grep", "Cpus_allowed_list", "/proc/self/status"]
+    done = run_local("-N", "2", "-n", "2", "--", *command, tmp=workdir)
+    assert done.returncode == 0, done.stderr
+    ours = next(
+        line
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("Cpus_allowed_list")
+    )
+    assert done.stdout.splitlines() == [ours, ours]

@@ -7,7 +7,6 @@ proof is in tests/e2e (CUDA_VISIBLE_DEVICES in the tasks)."""
 from __future__ import annotations
 
 import json
-import shlex
 import warnings
 
 import pytest
@@ -20,24 +19,11 @@ from fluxhop.render import render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.flags import minicluster_from_flags
 from tests.documents import minicluster_doc
+from tests.render.entrypoint import config_data, run_flags
 
 CERT = CurveCert.generate("gpus")
 # (tasks per node, GPUs per node), from issue 17
 RATIOS = [(1, 1), (2, 1), (8, 4), (4, 8), (3, 2)]
-
-
-def config_data(objects) -> dict[str, str]:
-    return next(o for o in objects if o["kind"] == "ConfigMap")["data"]
-
-
-def run_flags(objects) -> list[str]:
-    """flux_run_args=(...) of the rendered entrypoint, as words."""
-    line = next(
-        line
-        for line in config_data(objects)["entrypoint.sh"].splitlines()
-        if line.startswith("flux_run_args=(")
-    )
-    return shlex.split(line[len("flux_run_args=(") : -1])
 
 
 def allocated_gpus(flags: list[str], r: ResourceSet, up: int) -> int:

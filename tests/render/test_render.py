@@ -23,6 +23,7 @@ from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.minicluster import ResourceRequirements, SecurityContext
 from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
+from tests.render.entrypoint import run_flags
 from tests.schemas import SchemaError, validate
 
 EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml"))
@@ -249,11 +250,36 @@ def test_flux_run_flags_take_whole_nodes_and_keep_the_users_slot_shape():
     spec = minicluster_from_flags(
         ["app"], image="x", nodes=2, tasks=4, cores_per_task=2, gpus_per_task=1, name="demo"
     )
-    assert "flux_run_args=(-N 2 -n 4 --exclusive -c 2 -g 1)" in entrypoint_of(spec)
+    expected = "flux_run_args=(-N 2 -n 4 --exclusive -o cpu-affinity=off -c 2 -g 1)"
+    assert expected in entrypoint_of(spec)  # -c/-g make a CPU request: R counts cores
     # fewer tasks than nodes: a node of its own for each task (Flux refuses -N > -n)
     assert "flux_run_args=(-N 2 -n 2 --exclusive)" in entrypoint_of(spec_of(size=4, tasks=2))
     # tasks: 0 is the operator's "-N size" alone, which Flux makes exclusive itself
     assert "flux_run_args=(-N 4)" in entrypoint_of(spec_of(size=4, tasks=0))
+
+
+@pytest.mark.parametrize(
+    ("resources", "options", "affinity"),
+    [
+        (None, None, []),  # R from the cores the broker finds: Flux binds as it likes
+        ({"requests": {"cpu": "4"}}, None, ["-o", "cpu-affinity=off"]),
+        (
+            {"requests": {"cpu": "4"}},
+            "-o cpu-affinity=per-task",
+            ["-o", "cpu-affinity=off", "-o", "cpu-affinity=per-task"],
+        ),
+    ],
+)
+def test_tasks_are_not_bound_to_cores_r_only_counts(resources, options, affinity):
+    """R's cores from a CPU request are a count, not the pod's CPUs: bound to
+    them, the tasks of every pod on a node share its first CPUs. The user's
+    own -o cpu-affinity comes last, and Flux takes the last."""
+    spec = spec_of(size=2)
+    if resources:
+        spec.spec.containers[0].resources = ResourceRequirements.model_validate(resources)
+    spec.spec.flux.option_flags = options
+    flags = run_flags(render(spec, cert=CERT))
+    assert flags[flags.index("--exclusive") + 1 :] == affinity
 
 
 def test_a_file_without_tasks_runs_one_task_per_node():

@@ -72,8 +72,17 @@ def k8s_escape(word: str) -> str:
     return word.replace("$", "$$")
 
 
-def flux_run_args(spec: MiniCluster) -> list[str]:
+def flux_run_args(spec: MiniCluster, *, counted_cores: bool = False) -> list[str]:
     """``flux run`` flags for the job rank 0 runs, then optionFlags.
+
+    ``counted_cores``: R's cores are a count fluxhop wrote (a CPU request,
+    Kubeflow Trainer's numProcPerNode, or the local ranks that share one
+    host), not CPUs the broker found. Flux's default cpu-affinity binds the
+    tasks to them: to the first CPUs of a shared node, the same ones for
+    every pod or local rank on it. So the tasks are not bound
+    (``-o cpu-affinity=off``), which is what binding to them gives where the
+    pod's cpuset is exactly its CPUs (the kubelet's static CPU manager); an
+    optionFlags ``-o cpu-affinity=...`` comes later and wins.
 
     The job owns every resource of its nodes: it asks for whole nodes
     (``--exclusive``), so every core and every GPU that R declares on them is
@@ -97,6 +106,8 @@ def flux_run_args(spec: MiniCluster) -> list[str]:
         args = ["-N", str(nodes), "-n", str(body.ntasks)]
         if not {"--exclusive", "-x"} & set(extra):
             args.append("--exclusive")
+    if counted_cores:
+        args += ["-o", "cpu-affinity=off"]
     if body.logging.debug:
         args.append("-vvv")
     return args + extra
@@ -182,7 +193,7 @@ def build_bundle(
         detect_cores=resources is None,
         gpus_per_node=gpus,
         broker_args=_broker_args(spec),
-        flux_run_args=flux_run_args(spec),
+        flux_run_args=flux_run_args(spec, counted_cores=resources is not None),
         paths=paths,
     )
     files = {

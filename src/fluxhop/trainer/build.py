@@ -61,10 +61,6 @@ def minicluster_for(job: Plan) -> MiniCluster:
                 },
                 "networkDevice": job.settings["FLUX_NETWORK_DEVICE"],
                 "scheduler": {"queuePolicy": job.settings["FLUX_QUEUE_POLICY"]},
-                # R's cores are numProcPerNode slots, not the node's CPUs (the
-                # broker accepts them unchecked: CORES_AS_SLOTS); bound to them,
-                # one rank per node would get one CPU. Ranks keep the pod's CPUs.
-                "optionFlags": "-o cpu-affinity=off",
             },
             "containers": [container],
         },
