@@ -33,11 +33,17 @@ def test_run_local_streams_and_exits_with_the_job_code(fake_flux, capsys):
     assert not list(Path(os.environ["TMPDIR"]).glob("fluxhop-*"))
 
 
-def test_placement_flags_say_they_do_not_apply_locally(fake_flux, capsys):
+def test_pod_only_flags_say_they_do_not_apply_locally(fake_flux, capsys):
     fake_flux.set(FAKE_SIZE=1)
     code, _out, err = cli(capsys, "run", "--local", "--queue", "team-a", "--", "true")
     assert code == 0, err
-    assert err == "fluxhop: --local runs no pods: the placement and security flags do not apply\n"
+    assert err == "fluxhop: --local runs no pods: --queue does not apply\n"
+    flags = ["--toleration", "gpu:NoSchedule", "--cpu", "2", "--security", "restricted"]
+    code, _out, err = cli(capsys, "run", "--local", *flags, "--flux-in-image", "--", "true")
+    assert code == 0, err  # --cpu applies: it is each rank's cores in R
+    assert err == "fluxhop: --local runs no pods: --toleration, --security do not apply\n"
+    code, _out, err = cli(capsys, "run", "--local", "--cpu", "2", "--", "true")
+    assert code == 0 and err == ""
 
 
 def test_a_failing_broker_shows_its_log_then_one_line(fake_flux, capsys):

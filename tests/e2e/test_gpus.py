@@ -55,7 +55,7 @@ def test_gpu_affinity_per_task_splits_a_nodes_gpus(simulate):
 
 
 def test_more_ranks_than_gpus_in_a_trainjob(simulate):
-    job = lammps_trainjob(SHOW, procs=2)
+    job = lammps_trainjob(SHOW, numProcPerNode=2)
     job["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": 1}}
     done = simulate(with_view_from_host(build(job, flux_runtime()))).run()
     assert done.code == 0, done.explain()

@@ -154,9 +154,10 @@ def cli(capfd, *args):
 
 @real_flux
 def test_the_whole_local_lifecycle(state, flux_path, capfd):
-    code, _, err = cli(capfd, "create", "--local", "-N", "3", "--name", "life")
+    code, _, err = cli(capfd, "create", "--local", "-N", "3", "--name", "life", "--queue", "q")
     assert code == 0, err
     assert "minicluster/life created (local, 3 brokers)" in err
+    assert "fluxhop: --local runs no pods: --queue does not apply\n" in err
     code, out, err = cli(
         capfd,
         "submit",

@@ -90,6 +90,7 @@ def create_command(
 
 def _create_local(job: JobFlags, timeout: float) -> int:
     spec = job.spec(None, default_image=LOCAL_IMAGE)
+    job.note_local()
     try:
         record = LocalStore(join_timeout=min(timeout, LOCAL_JOIN_TIMEOUT)).create(spec)
     except KeyboardInterrupt as err:

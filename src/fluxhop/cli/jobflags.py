@@ -152,6 +152,15 @@ class JobFlags:
             flux_words=self.flux_options.words(),
         )
 
+    def note_local(self) -> None:
+        """Say which flags a MiniCluster on this machine ignores (it runs no pods)."""
+        ignored = self.placement.pod_only()
+        if ignored:
+            verb = "does" if len(ignored) == 1 else "do"
+            click.echo(
+                f"fluxhop: --local runs no pods: {', '.join(ignored)} {verb} not apply", err=True
+            )
+
 
 PLACEMENT_FLAGS = tuple(f.name for f in fields(Placement))
 JOB_FLAGS = tuple(f.name for f in fields(JobFlags) if f.name not in ("placement", "flux_options"))

@@ -78,11 +78,7 @@ def run_command(
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
     if local:
-        if job.placement.given():
-            click.echo(
-                "fluxhop: --local runs no pods: the placement and security flags do not apply",
-                err=True,
-            )
+        job.note_local()
         return run_local(spec, timeout=timeout, verbose=verbose)
     try:
         ops = connect(kubeconfig, context, namespace)
