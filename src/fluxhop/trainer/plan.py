@@ -27,6 +27,7 @@ from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.quantity import parse_quantity
 from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem
 from fluxhop.trainer.errors import TrainerError
+from fluxhop.trainer.fields import screen_runtime, screen_trainjob
 
 __all__ = [
     "ANCESTOR_LABEL",
@@ -232,6 +233,8 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
             f"TrainJob metadata.name {name!r} must be a DNS label (e.g. lammps-flux)"
         )
     spec = _mapping(trainjob.get("spec"), "TrainJob spec")
+    screen_trainjob(trainjob)
+    screen_runtime(runtime)
     runtime_meta = _mapping(runtime.get("metadata"), "runtime metadata")
     runtime_name = str(runtime_meta.get("name", "?"))
     ref = _mapping(spec.get("runtimeRef"), "spec.runtimeRef")

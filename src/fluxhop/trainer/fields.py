@@ -1,0 +1,100 @@
+"""The Trainer API fields a Flux TrainJob is read from, and the screen that
+makes any other key a one-line error.
+
+In a cluster the API server checks a TrainJob against its CRD before the
+Trainer controller sees it, and ``kubectl apply`` refuses an unknown field
+(strict field validation); ``fluxhop trainer`` reads the files itself, so it
+does the same for the parts it reads, naming the closest known field. A
+field of the API that fluxhop does not act on is a warning, never silently
+dropped. ``tests/trainer/test_fields.py`` keeps these tables equal to the
+Trainer CRDs' properties.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from fluxhop.errors import FluxhopWarning
+from fluxhop.trainer.errors import TrainerError
+
+__all__ = ["RUNTIME_FIELDS", "TRAINJOB_FIELDS", "screen_runtime", "screen_trainjob"]
+
+_CONTROLLER = "the Trainer controller acts on it, fluxhop trainer does not"
+
+# path -> {field: None (read) or why it is not acted on}
+TRAINJOB_FIELDS: dict[str, dict[str, str | None]] = {
+    "spec": {
+        "runtimeRef": None,
+        "trainer": None,
+        "activeDeadlineSeconds": _CONTROLLER,
+        "initializer": "fluxhop builds no dataset or model initializer",
+        "managedBy": _CONTROLLER,
+        "runtimePatches": "fluxhop applies no runtime patches; put the change in the runtime",
+        "suspend": "fluxhop trainer run starts the JobSet at once (Kueue: queue the TrainJob "
+        "with the Trainer controller)",
+    },
+    "spec.runtimeRef": {"apiGroup": None, "kind": None, "name": None},
+    "spec.trainer": {
+        "args": None,
+        "command": None,
+        "env": None,
+        "image": None,
+        "numNodes": None,
+        "numProcPerNode": None,
+        "resourcesPerNode": None,
+    },
+}
+
+RUNTIME_FIELDS: dict[str, dict[str, str | None]] = {
+    "spec": {
+        "mlPolicy": None,
+        "template": None,
+        "podGroupPolicy": "fluxhop creates no PodGroup (Flux's brokers wait for every rank)",
+    },
+    "spec.mlPolicy": {
+        "flux": None,
+        "numNodes": None,
+        "jax": None,  # another policy: refused beside flux (plan)
+        "mpi": None,
+        "torch": None,
+        "xgboost": None,
+    },
+    "spec.mlPolicy.flux": {"numProcPerNode": None},
+}
+
+
+def _at(doc: Mapping[str, Any], path: str) -> Any:
+    node: Any = doc
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def _screen(doc: Mapping[str, Any], tables: dict[str, dict[str, str | None]], what: str) -> None:
+    for path, known in tables.items():
+        node = _at(doc, path)
+        if not isinstance(node, Mapping):
+            continue  # absent, or a type error plan() reports in its words
+        for key in node:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+                hint = f'; did you mean "{close[0]}"?' if close else f"; known: {', '.join(known)}"
+                raise TrainerError(f'{what}: unknown field "{path}.{key}"{hint}')
+            why = known[key]
+            if why is not None and node[key] not in (None, False, "", [], {}):
+                warnings.warn(
+                    f"{what}: {path}.{key} is ignored: {why}", FluxhopWarning, stacklevel=3
+                )
+
+
+def screen_trainjob(trainjob: Mapping[str, Any]) -> None:
+    name = _at(trainjob, "metadata.name")
+    _screen(trainjob, TRAINJOB_FIELDS, f"TrainJob {name}")
+
+
+def screen_runtime(runtime: Mapping[str, Any]) -> None:
+    name = _at(runtime, "metadata.name")
+    _screen(runtime, RUNTIME_FIELDS, f"{runtime.get('kind', 'runtime')} {name}")
