@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from fluxhop import Client
+from fluxhop.cli.app import cli
 from tests.conformance import CONFORMANCE, REPO
 
 DOCS = REPO / "docs"
@@ -152,3 +154,45 @@ def test_the_readme_is_the_short_entry_and_keeps_the_ci_blocks():
 def test_every_page_is_in_the_navigation(page):
     nav = (REPO / "mkdocs.yml").read_text()
     assert page in nav
+
+
+def _shell_commands(text: str) -> list[list[str]]:
+    """Every `fluxhop ...` command in the bash blocks of a Markdown page, as
+    argv (continuation lines joined, comments dropped, split at ; && and |)."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            words: list[str] = []
+            for word in [*lexer, ";"]:
+                if word in (";", "&&", "|", "||"):
+                    if words and words[0] == "fluxhop":
+                        commands.append(words[1:])
+                    words = []
+                else:
+                    words.append(word)
+    return commands
+
+
+def _parse(argv: list[str]) -> None:
+    """Parse argv as `fluxhop` would, down to the verb, without running it."""
+    command: click.Command = cli
+    ctx = command.make_context("fluxhop", list(argv))
+    while isinstance(command, click.Group):
+        name, sub, rest = command.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        assert sub is not None, f"no verb {name}"
+        command, ctx = sub, sub.make_context(name, rest, parent=ctx)
+
+
+PAGES = sorted([REPO / "README.md", *DOCS.rglob("*.md")])
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_fluxhop_command_in_the_docs_parses(page):
+    for argv in _shell_commands(page.read_text()):
+        try:
+            _parse(argv)
+        except click.ClickException as err:
+            pytest.fail(f"{page.name}: fluxhop {shlex.join(argv)}: {err.format_message()}")
