@@ -2,8 +2,8 @@
 of its root and Kueue's Workload for it) until a condition holds.
 
 Each watch runs in a daemon thread that hands its events over a queue, so
-that a wait can time out (an httpx stream read cannot), and a wait ends on
-an event, never after a guessed sleep. A timeout says what is stuck and why
+that a wait ends at its deadline whatever the watch is doing, and otherwise
+on an event, never after a guessed sleep. A timeout says what is stuck and why
 (the last Warning event of each pod still pending, or the queue's reason).
 """
 
