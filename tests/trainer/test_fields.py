@@ -100,3 +100,10 @@ def test_a_field_fluxhop_does_not_act_on_warns_when_it_is_set():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         build(job, flux_runtime(), cert=CERT)
+
+
+def test_a_kueue_queue_label_says_it_does_not_queue_here():
+    job = trainjob(numNodes=1)
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "training-queue"}
+    with pytest.warns(FluxhopWarning, match=r"label kueue.x-k8s.io/queue-name is ignored: "):
+        build(job, flux_runtime(), cert=CERT)

@@ -18,11 +18,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from fluxhop.errors import FluxhopWarning
+from fluxhop.spec.kueue import QUEUE_LABEL
 from fluxhop.trainer.errors import TrainerError
 
 __all__ = ["RUNTIME_FIELDS", "TRAINJOB_FIELDS", "screen_runtime", "screen_trainjob"]
 
 _CONTROLLER = "the Trainer controller acts on it, fluxhop trainer does not"
+_NO_QUEUE = (
+    "fluxhop trainer run starts the JobSet at once (to queue it, give the TrainJob to the "
+    "Trainer controller with Kueue)"
+)
 
 # path -> {field: None (read) or why it is not acted on}
 TRAINJOB_FIELDS: dict[str, dict[str, str | None]] = {
@@ -33,8 +38,7 @@ TRAINJOB_FIELDS: dict[str, dict[str, str | None]] = {
         "initializer": "fluxhop builds no dataset or model initializer",
         "managedBy": _CONTROLLER,
         "runtimePatches": "fluxhop applies no runtime patches; put the change in the runtime",
-        "suspend": "fluxhop trainer run starts the JobSet at once (Kueue: queue the TrainJob "
-        "with the Trainer controller)",
+        "suspend": _NO_QUEUE,
     },
     "spec.runtimeRef": {"apiGroup": None, "kind": None, "name": None},
     "spec.trainer": {
@@ -93,6 +97,13 @@ def _screen(doc: Mapping[str, Any], tables: dict[str, dict[str, str | None]], wh
 def screen_trainjob(trainjob: Mapping[str, Any]) -> None:
     name = _at(trainjob, "metadata.name")
     _screen(trainjob, TRAINJOB_FIELDS, f"TrainJob {name}")
+    labels = _at(trainjob, "metadata.labels")
+    if isinstance(labels, Mapping) and labels.get(QUEUE_LABEL):
+        warnings.warn(
+            f"TrainJob {name}: the label {QUEUE_LABEL} is ignored: {_NO_QUEUE}",
+            FluxhopWarning,
+            stacklevel=2,
+        )
 
 
 def screen_runtime(runtime: Mapping[str, Any]) -> None:
