@@ -56,6 +56,33 @@ def test_run_streams_rank0_and_exits_with_the_job_code(cli_cluster, kubeconfig, 
     assert args.verb == "APPLY"
 
 
+def test_run_follows_rank_0_through_a_disruption(cli_cluster, kubeconfig, capsys):
+    """A drain evicts rank 0's pod once run streams it: the Job replaces the
+    pod (its podFailurePolicy ignores disruptions), and run streams the new
+    one and exits with the job's code - not the evicted container's 143."""
+    first: list[str] = []
+
+    def runner(pod, index):
+        name = pod["metadata"]["name"]
+        if index != 0:
+            return [], 0
+        if not first:
+            first.append(name)
+            cli_cluster.logs[("default", name)] = ["attempt 1\n"]
+        if name != first[0]:
+            return ["attempt 2\n"], 3
+        if any(r.path.endswith(f"/pods/{name}/log") for r in cli_cluster.requests):
+            cli_cluster.evict(name)  # run follows its log: now the drain
+        return None  # still running
+
+    cli_cluster.runner = runner
+    code, out, err = cli(capsys, *run_args(kubeconfig))
+    assert code == 3, err
+    assert out == "attempt 1\nattempt 2\n"
+    assert f"rank 0's pod {first[0]} was disrupted" in err
+    assert cli_cluster.objects() == []
+
+
 def test_run_keep_leaves_everything(cli_cluster, kubeconfig, capsys):
     code, out, _ = cli(capsys, *run_args(kubeconfig, "--keep"))
     assert code == 0 and out == "hello from rank 0\n"

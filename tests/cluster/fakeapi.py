@@ -206,7 +206,17 @@ class Fault:
         return response
 
 
-Runner = Callable[[dict[str, Any], int], tuple[list[str], int]]
+# (pod, completion index) -> (log lines, exit code), or None while it still runs
+Runner = Callable[[dict[str, Any], int], tuple[list[str], int] | None]
+
+
+def disrupted(pod: dict[str, Any]) -> bool:
+    """Failed by a disruption (eviction, preemption, a node drain), which the
+    Job's podFailurePolicy ignores: the Job controller replaces the pod."""
+    return any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        for c in pod["status"].get("conditions", [])
+    )
 
 
 def default_runner(pod: dict[str, Any], index: int) -> tuple[list[str], int]:
@@ -869,6 +879,7 @@ class FakeAPIServer:
             if k == "Pod"
             and ns == namespace
             and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name
+            and not disrupted(p)  # podFailurePolicy Ignore: not a failure, replaced
         }
         for index in range(job["spec"].get("parallelism", 1)):
             if index not in pods:
@@ -981,6 +992,7 @@ class FakeAPIServer:
             if k == "Pod"
             and ns == namespace
             and self._pod_index(p) == 0
+            and not disrupted(p)
             and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job
         )
 
@@ -1020,11 +1032,17 @@ class FakeAPIServer:
             return  # workers finish when the lead does (the instance shuts down)
         if index == 0 and self._interactive(pod):
             return  # an interactive instance stays up until it is deleted
-        lines, code = self.runner(pod, index)
+        outcome = self.runner(pod, index)
+        if outcome is None:
+            return  # still running (the runner may have written log lines)
+        lines, code = outcome
         self.logs.setdefault((namespace, pod["metadata"]["name"]), []).extend(lines)
-        state["phase"] = "Succeeded" if code == 0 else "Failed"
+        self._terminate(namespace, pod, code)
+
+    def _terminate(self, namespace: str, pod: dict[str, Any], code: int) -> None:
+        pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
         name = pod["spec"]["containers"][0]["name"]
-        state["containerStatuses"] = [
+        pod["status"]["containerStatuses"] = [
             {
                 "name": name,
                 "ready": False,
@@ -1037,3 +1055,14 @@ class FakeAPIServer:
             }
         ]
         self._bump("MODIFIED", "Pod", namespace, pod)
+
+    def evict(self, name: str, namespace: str = "default") -> None:
+        """Evict a running pod, as a node drain or a preemption does: condition
+        DisruptionTarget, then its container gets SIGTERM and exits 143."""
+        with self.changed:
+            pod = self.store[("Pod", namespace, name)]
+            pod["status"]["conditions"].append(
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+            )
+            self._terminate(namespace, pod, 143)
+            self.changed.notify_all()

@@ -1,6 +1,7 @@
 """A created MiniCluster run to its end on a cluster: progress while the pods
-come up, rank 0's output streamed, its exit code returned, and everything
-deleted afterwards (also on Ctrl-C) unless it is to be kept. `run`, `create`'s
+come up, rank 0's output streamed (and, when a disruption ends rank 0's pod,
+the output of the pod that replaces it), its exit code returned, and
+everything deleted afterwards (also on Ctrl-C) unless it is to be kept. `run`, `create`'s
 callers and `trainer run` share it."""
 
 from __future__ import annotations
@@ -40,11 +41,22 @@ def run_root(
                 keep = True
                 return 0
             lead = ops.wait_lead_started(root, timeout=timeout, on_progress=display.update)
-            display.stop()
-            for line in ops.kube.log(lead["metadata"]["name"], root.container, follow=True):
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            return ops.wait_exit(root)
+            while True:
+                display.stop()
+                name = lead["metadata"]["name"]
+                for line in ops.kube.log(name, root.container, follow=True):
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                code = ops.wait_lead_end(root, name)
+                if code is not None:
+                    return code
+                display.note(
+                    f"rank 0's pod {name} was disrupted (evicted or preempted) before the job "
+                    "ended; the Job replaces it and the job runs again: following the new pod"
+                )
+                lead = ops.wait_lead_started(
+                    root, timeout=timeout, on_progress=display.update, other_than=name
+                )
         except KeyboardInterrupt as err:
             display.note("interrupted" + ("" if keep else "; deleting the MiniCluster"))
             return interrupt_status(err)

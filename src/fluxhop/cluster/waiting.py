@@ -20,7 +20,14 @@ from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.spec.kueue import KUEUE_JOB_UID
 from fluxhop.workload.marks import ROOT_KINDS
 from fluxhop.workload.root import Root
-from fluxhop.workload.status import Progress, admission, completion_index, exit_code, started
+from fluxhop.workload.status import (
+    Progress,
+    admission,
+    completion_index,
+    disrupted,
+    exit_code,
+    started,
+)
 
 __all__ = ["Waiting"]
 
@@ -40,14 +47,17 @@ class Waiting:
         events: queue.Queue[Any],
         *,
         optional: bool = False,
+        resource_version: str | None = None,
     ) -> None:
         """Events of ``kind_name`` onto ``events`` as (kind, event, object), from
         a daemon thread, so that waits can time out; an ``optional`` kind whose
-        API is not installed (Kueue's Workload) just sends nothing."""
+        API is not installed (Kueue's Workload) just sends nothing. From
+        ``resource_version``: only the changes after it, no initial list."""
 
         def pump() -> None:
             try:
-                for event, obj in self.kube.watch(kind_name, labels=labels):
+                watch = self.kube.watch(kind_name, labels=labels, resource_version=resource_version)
+                for event, obj in watch:
                     events.put((kind_name, event, obj))
                     if stop.is_set():
                         return
@@ -81,16 +91,23 @@ class Waiting:
         *,
         timeout: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        since: dict[str, Any] | None = None,
     ) -> Progress:
         """Until ``until(progress)`` holds: first, for a queued MiniCluster, until
-        its queue admits it; then one watch of its pods."""
+        its queue admits it; then one watch of its pods. ``since``: a pod just
+        read; the watch starts from it (its changes, and every other pod's after
+        it) instead of listing every pod, so that its deletion is an event."""
         progress = Progress(root.size)
         deadline = None if timeout is None else self.clock() + timeout
-        if root.queue and root.suspended:
+        if root.queue and root.suspended and since is None:
             root = self._wait_admitted(root, progress, deadline, timeout or 0, on_progress)
         stop = threading.Event()
         events: queue.Queue[Any] = queue.Queue()
-        self._watch("Pod", root.pod_selector, stop, events)
+        version = None
+        if since is not None:
+            progress.pods[since["metadata"]["name"]] = since
+            version = since["metadata"].get("resourceVersion")
+        self._watch("Pod", root.pod_selector, stop, events, resource_version=version)
         try:
             while True:
                 item = self._next(events, self._remaining(deadline))
@@ -207,40 +224,68 @@ class Waiting:
 
         return self.wait(root, ready, timeout=timeout, on_progress=on_progress)
 
+    def _lead(
+        self, progress: Progress, holds: Callable[[dict[str, Any]], bool], other_than: str | None
+    ) -> dict[str, Any] | None:
+        """Rank 0's pod for which ``holds`` is true, not one a disruption ended
+        (the Job replaces that one: its podFailurePolicy ignores disruptions)."""
+        return next(
+            (
+                p
+                for p in progress.pods.values()
+                if completion_index(p) == 0
+                and not disrupted(p)
+                and p["metadata"]["name"] != other_than
+                and holds(p)
+            ),
+            None,
+        )
+
     def wait_lead_started(
         self,
         root: Root,
         *,
         timeout: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        other_than: str | None = None,
     ) -> dict[str, Any]:
-        def lead_started(progress: Progress) -> bool:
-            return any(
-                completion_index(p) == 0 and started(p, root.container)
-                for p in progress.pods.values()
-            )
+        """Rank 0's pod once its container has started (``other_than``: not that
+        pod, which a disruption ended)."""
 
-        progress = self.wait(root, lead_started, timeout=timeout, on_progress=on_progress)
-        return next(
-            p
-            for p in progress.pods.values()
-            if completion_index(p) == 0 and started(p, root.container)
+        def lead(progress: Progress) -> dict[str, Any] | None:
+            return self._lead(progress, lambda p: started(p, root.container), other_than)
+
+        progress = self.wait(
+            root, lambda p: lead(p) is not None, timeout=timeout, on_progress=on_progress
         )
+        found = lead(progress)
+        assert found is not None
+        return found
+
+    def wait_lead_end(self, root: Root, name: str, *, timeout: float | None = None) -> int | None:
+        """How rank 0's pod ``name`` ended: its exit code, or None when a
+        disruption ended it (or it is gone), so that the Job replaces it and
+        the instance runs the job again."""
+
+        def over(pod: dict[str, Any] | None) -> bool:
+            return pod is None or disrupted(pod) or exit_code(pod, root.container) is not None
+
+        pod = self.kube.get("Pod", name)
+        if not over(pod):
+            progress = self.wait(root, lambda p: over(p.pods.get(name)), timeout=timeout, since=pod)
+            pod = progress.pods.get(name)
+        if pod is None or disrupted(pod):
+            return None
+        return exit_code(pod, root.container)
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
-        """The exit code of rank 0's Flux container, once it has one."""
+        """The exit code of rank 0's Flux container, once it has one that ends
+        the job (a disrupted pod's does not: the Job replaces that pod)."""
 
-        def lead_exited(progress: Progress) -> bool:
-            return any(
-                completion_index(p) == 0 and exit_code(p, root.container) is not None
-                for p in progress.pods.values()
-            )
+        def lead(progress: Progress) -> dict[str, Any] | None:
+            return self._lead(progress, lambda p: exit_code(p, root.container) is not None, None)
 
-        progress = self.wait(root, lead_exited, timeout=timeout)
-        lead = next(
-            p
-            for p in progress.pods.values()
-            if completion_index(p) == 0 and exit_code(p, root.container) is not None
-        )
-        code = exit_code(lead, root.container)
+        progress = self.wait(root, lambda p: lead(p) is not None, timeout=timeout)
+        found = lead(progress)
+        code = exit_code(found, root.container) if found else None
         return 1 if code is None else code

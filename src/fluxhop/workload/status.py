@@ -17,6 +17,7 @@ __all__ = [
     "admission",
     "completion_index",
     "conditions",
+    "disrupted",
     "exit_code",
     "started",
     "status_of",
@@ -96,6 +97,16 @@ def exit_code(pod: dict[str, Any], container: str) -> int | None:
             if terminated is not None:
                 return int(terminated.get("exitCode", 1))
     return None
+
+
+def disrupted(pod: dict[str, Any]) -> bool:
+    """Ended by a disruption (eviction, preemption, a node drain): the pod
+    condition DisruptionTarget, which the Job's podFailurePolicy ignores, so
+    the Job controller replaces the pod and its exit code ends nothing."""
+    return any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        for c in pod.get("status", {}).get("conditions") or []
+    )
 
 
 def started(pod: dict[str, Any], container: str) -> bool:
