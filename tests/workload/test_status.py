@@ -28,6 +28,13 @@ def pod(index: int, phase: str, code: int | None = None) -> dict:
     return {"metadata": {"labels": labels}, "status": status}
 
 
+def evicted(index: int) -> dict:
+    """A pod a drain or a preemption ended: the Job replaces it."""
+    gone = pod(index, "Failed", 143)
+    gone["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    return gone
+
+
 def job(condition: str | None = None) -> dict:
     conditions = [{"type": condition, "status": "True"}] if condition else []
     return {"status": {"conditions": conditions}}
@@ -44,6 +51,8 @@ def job(condition: str | None = None) -> dict:
         (job("Failed"), [], "Failed", None),
         (job("Complete"), [], "Succeeded", None),
         (job("Suspended"), [], "Suspended", None),
+        (job(), [evicted(0), pod(0, "Pending"), pod(1, "Running")], "Pending", None),
+        (job(), [evicted(0), pod(0, "Succeeded", 0), pod(1, "Running")], "Succeeded", 0),
     ],
 )
 def test_state_follows_conditions_and_rank_0(workload, pods, state, code):

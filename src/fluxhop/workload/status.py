@@ -156,7 +156,8 @@ def status_of(
         phase = pod.get("status", {}).get("phase", "Unknown")
         phases[phase] = phases.get(phase, 0) + 1
     done = conditions(workload)
-    lead = next((p for p in pods if completion_index(p) == 0), None)
+    # a disrupted rank 0 ends nothing: the Job replaces it (podFailurePolicy)
+    lead = next((p for p in pods if completion_index(p) == 0 and not disrupted(p)), None)
     code = exit_code(lead, root.container) if lead else None
     if done.get("Failed") == "True" or (code is not None and code != 0):
         state = "Failed"
