@@ -871,7 +871,7 @@ class FakeAPIServer:
         if any(c["status"] == "True" for c in conditions):
             return
         if job["spec"].get("suspend"):
-            self._remove_active_pods(namespace, name)  # a suspended Job runs no pods
+            self._remove_active_pods(namespace, name, graceful=True)  # it runs no pods
             return
         pods = {
             self._pod_index(p): p
@@ -904,7 +904,9 @@ class FakeAPIServer:
         self._bump("MODIFIED", "Job", namespace, job)
         self._remove_active_pods(namespace, job["metadata"]["name"])  # terminates the rest
 
-    def _remove_active_pods(self, namespace: str, job_name: str) -> None:
+    def _remove_active_pods(self, namespace: str, job_name: str, graceful: bool = False) -> None:
+        """Delete the Job's pods that still run; ``graceful``: a running one's
+        container first gets SIGTERM and exits 143, as the kubelet reports."""
         for (k, ns, n), pod in list(self.store.items()):
             ours = (
                 k == "Pod"
@@ -912,6 +914,8 @@ class FakeAPIServer:
                 and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
             )
             if ours and pod["status"]["phase"] in ("Pending", "Running"):
+                if graceful and pod["status"]["phase"] == "Running":
+                    self._terminate(ns, pod, 143)
                 self._remove("Pod", ns, n)
 
     @staticmethod

@@ -64,6 +64,15 @@ class Kueue:
             self.admitted[(kind, name)] = _count(root)
             self.server._bump("MODIFIED", kind, self.namespace, root)
 
+    def preempt(self, kind: str, name: str) -> None:
+        """Evict the admitted workload (a higher priority one needs its quota):
+        Kueue suspends the Job, whose pods then go, and queues it again."""
+        with self.server.changed:
+            root = self._root(kind, name)
+            root["spec"]["suspend"] = True
+            self.admitted.pop((kind, name), None)
+            self.server._bump("MODIFIED", kind, self.namespace, root)
+
     def observe(self, kind: str, name: str) -> None:
         """Kueue's reconcile of the job after a change: an admitted Job whose
         pod count differs from the admitted one matches no Workload, so Kueue

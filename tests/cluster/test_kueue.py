@@ -214,3 +214,22 @@ def test_fluxhop_scale_says_so_in_one_line(admitted, cli_cluster, kubeconfig, ca
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("fluxhop: MiniCluster demo was admitted by Kueue queue team-a")
     assert cli_cluster.get("Job", "demo")["spec"]["parallelism"] == 2
+
+
+def test_a_preempted_minicluster_has_not_ended_and_runs_again_once_admitted(ops, fake):
+    """Kueue takes an admitted MiniCluster back: its rank 0 exits 143, which
+    is not the job's end; admitted again, a new rank 0 runs the job."""
+    fake.runner = lambda pod, index: None if index == 0 else ([], 0)  # runs until stopped
+    kueue = Kueue(fake)
+    root = ops.create(queued(2), "job")
+    kueue.admit("Job", "demo")
+    lead = ops.wait_lead_started(root, timeout=60)["metadata"]["name"]
+    kueue.preempt("Job", "demo")
+    assert ops.wait_lead_end(root, lead, timeout=60) is None
+    fake.runner = lambda pod, index: ([], 4) if index == 0 else ([], 0)
+    watcher = Watcher(ops.wait_lead_started, root, timeout=60, other_than=lead)
+    watcher.until("waiting for admission by queue team-a")
+    kueue.admit("Job", "demo")
+    again = watcher.outcome()
+    assert not isinstance(again, BaseException), again
+    assert ops.wait_lead_end(root, again["metadata"]["name"], timeout=60) == 4

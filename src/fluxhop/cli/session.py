@@ -51,8 +51,8 @@ def run_root(
                 if code is not None:
                     return code
                 display.note(
-                    f"rank 0's pod {name} was disrupted (evicted or preempted) before the job "
-                    "ended; the Job replaces it and the job runs again: following the new pod"
+                    f"rank 0's pod {name} ended before the job did (evicted, preempted, or "
+                    "taken back by its queue); the job runs again in the pod that replaces it"
                 )
                 lead = ops.wait_lead_started(
                     root, timeout=timeout, on_progress=display.update, other_than=name

@@ -263,9 +263,10 @@ class Waiting:
         return found
 
     def wait_lead_end(self, root: Root, name: str, *, timeout: float | None = None) -> int | None:
-        """How rank 0's pod ``name`` ended: its exit code, or None when a
-        disruption ended it (or it is gone), so that the Job replaces it and
-        the instance runs the job again."""
+        """How rank 0's pod ``name`` ended: its exit code, or None when the job
+        goes on without it - a disruption ended it (or it is gone), and the Job
+        replaces it; or its queue took the MiniCluster back (Kueue suspends
+        the Job, whose pods then exit), and the job runs again once admitted."""
 
         def over(pod: dict[str, Any] | None) -> bool:
             return pod is None or disrupted(pod) or exit_code(pod, root.container) is not None
@@ -276,16 +277,21 @@ class Waiting:
             pod = progress.pods.get(name)
         if pod is None or disrupted(pod):
             return None
+        if root.queue:
+            now = self.kube.get(ROOT_KINDS[root.target], root.name)
+            if now is not None and Root(root.target, now).suspended:
+                return None
         return exit_code(pod, root.container)
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
-        """The exit code of rank 0's Flux container, once it has one that ends
-        the job (a disrupted pod's does not: the Job replaces that pod)."""
-
-        def lead(progress: Progress) -> dict[str, Any] | None:
-            return self._lead(progress, lambda p: exit_code(p, root.container) is not None, None)
-
-        progress = self.wait(root, lambda p: lead(p) is not None, timeout=timeout)
-        found = lead(progress)
-        code = exit_code(found, root.container) if found else None
-        return 1 if code is None else code
+        """The exit code of rank 0's Flux container that ends the job: not that
+        of a pod a disruption ended or of one its queue took back (see
+        wait_lead_end), whose job runs again in the pod that replaces it."""
+        deadline = None if timeout is None else self.clock() + timeout
+        ended: str | None = None
+        while True:
+            lead = self.wait_lead_started(root, timeout=self._remaining(deadline), other_than=ended)
+            ended = lead["metadata"]["name"]
+            code = self.wait_lead_end(root, ended, timeout=self._remaining(deadline))
+            if code is not None:
+                return code
