@@ -80,6 +80,25 @@ def test_run_streams_rank_0_and_exits_with_the_job_code(cli_cluster, kubeconfig,
     ]
 
 
+def test_run_refuses_a_suspended_trainjob_before_creating_anything(
+    cli_cluster, kubeconfig, capsys, tmp_path
+):
+    job = yaml.safe_load(Path(LAMMPS).read_text())
+    job["spec"]["suspend"] = True
+    path = tmp_path / "suspended.yaml"
+    path.write_text(yaml.safe_dump(job))
+    code, _, err = cli(
+        capsys, "trainer", "run", "-f", path, "--runtime", RUNTIME, "--kubeconfig", kubeconfig
+    )
+    assert code == 2
+    assert err == (
+        "fluxhop: TrainJob lammps-flux is suspended (spec.suspend: true), and trainer run would "
+        "wait for whoever resumes it; set it to false, or give the TrainJob to the Trainer "
+        "controller\n"
+    )
+    assert cli_cluster.objects() == []
+
+
 def test_rerun_keeps_the_secret(cli_cluster, kubeconfig, capsys):
     args = [
         "trainer",

@@ -14,7 +14,7 @@ import yaml
 from fluxhop.errors import FluxhopWarning
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.fields import RUNTIME_FIELDS, TRAINJOB_FIELDS
-from tests.schemas import crd_path
+from tests.schemas import crd_path, validate
 from tests.trainer.conftest import CERT, EXAMPLES, documents, flux_runtime, trainjob
 
 FLUX_TRAINJOBS = [
@@ -93,12 +93,31 @@ def test_an_unknown_runtime_field_is_refused_too():
 
 def test_a_field_fluxhop_does_not_act_on_warns_when_it_is_set():
     job = trainjob(numNodes=1)
-    job["spec"]["suspend"] = True
-    with pytest.warns(FluxhopWarning, match=r"TrainJob demo: spec.suspend is ignored: "):
+    job["spec"]["activeDeadlineSeconds"] = 3600
+    with pytest.warns(
+        FluxhopWarning, match=r"TrainJob demo: spec.activeDeadlineSeconds is ignored"
+    ):
         build(job, flux_runtime(), cert=CERT)
-    job["spec"]["suspend"] = False  # the default: nothing to act on
+    job["spec"]["activeDeadlineSeconds"] = None  # not set: nothing to act on
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        build(job, flux_runtime(), cert=CERT)
+
+
+@pytest.mark.parametrize("suspend", [True, False, None])
+def test_the_jobset_mirrors_suspend_as_the_trainers_builder_does(suspend):
+    job = trainjob(numNodes=1)
+    if suspend is not None:
+        job["spec"]["suspend"] = suspend
+    jobset = build(job, flux_runtime(), cert=CERT)[-1]
+    assert jobset["spec"].get("suspend") is suspend
+    validate(jobset)  # the JobSet CRD's own spec.suspend
+
+
+def test_suspend_must_be_a_boolean():
+    job = trainjob(numNodes=1)
+    job["spec"]["suspend"] = "yes"
+    with pytest.raises(TrainerError, match=r"spec.suspend must be true or false, not 'yes'"):
         build(job, flux_runtime(), cert=CERT)
 
 

@@ -12,6 +12,7 @@ from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN
 from fluxhop.cli.session import run_root
 from fluxhop.documents import read_input
+from fluxhop.errors import InputError
 from fluxhop.trainer import TrainerError, build
 from fluxhop.trainer.documents import pick
 from fluxhop.trainer.jobset import FLUX_ROOT, PATHS
@@ -110,6 +111,12 @@ def run_command(
     meta["namespace"] = ops.kube.namespace
     objects = marked_objects(trainjob, runtime, cluster_domain)
     jobset = objects[-1]
+    if jobset["spec"].get("suspend"):
+        raise InputError(
+            f"TrainJob {jobset['metadata']['name']} is suspended (spec.suspend: true), and "
+            "trainer run would wait for whoever resumes it; set it to false, or give the "
+            "TrainJob to the Trainer controller"
+        )
     node = next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == NODE)
     container = next(
         c for c in node["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == NODE

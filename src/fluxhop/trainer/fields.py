@@ -38,7 +38,7 @@ TRAINJOB_FIELDS: dict[str, dict[str, str | None]] = {
         "initializer": "fluxhop builds no dataset or model initializer",
         "managedBy": _CONTROLLER,
         "runtimePatches": "fluxhop applies no runtime patches; put the change in the runtime",
-        "suspend": _NO_QUEUE,
+        "suspend": None,  # the JobSet mirrors it
     },
     "spec.runtimeRef": {"apiGroup": None, "kind": None, "name": None},
     "spec.trainer": {

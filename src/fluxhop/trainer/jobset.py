@@ -132,6 +132,8 @@ def flux_jobset(plan: Plan, bundle: Bundle, metadata: dict[str, Any]) -> dict[st
     spec = copy.deepcopy(plan.jobset_spec)
     job = spec["replicatedJobs"][plan.node_job]
     job["replicas"] = 1
+    if plan.suspend is not None:
+        spec["suspend"] = plan.suspend  # as the Trainer's JobSet builder mirrors it
     job_spec = job["template"]["spec"]
     mode = job_spec.get("completionMode", "Indexed")
     if mode != "Indexed":

@@ -172,6 +172,7 @@ class Plan:
     jobset_meta: dict[str, Any]
     node_job: int  # index of the `node` replicated job
     labels: dict[str, str] = field(default_factory=dict)
+    suspend: bool | None = None  # TrainJob spec.suspend, which the JobSet mirrors
 
     @property
     def tasks(self) -> int:
@@ -331,7 +332,14 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
         ),
         node_job=index,
         labels=dict(_mapping(meta.get("labels"), "TrainJob labels")),
+        suspend=_suspend(spec.get("suspend"), name),
     )
+
+
+def _suspend(value: Any, name: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise TrainerError(f"TrainJob {name}: spec.suspend must be true or false, not {value!r}")
+    return value
 
 
 def _check_settings(settings: dict[str, str]) -> None:
