@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.flux.broker import QUEUE_POLICIES
@@ -171,7 +171,6 @@ class Plan:
     jobset_spec: dict[str, Any]  # the runtime's JobSet template spec (a copy)
     jobset_meta: dict[str, Any]
     node_job: int  # index of the `node` replicated job
-    labels: dict[str, str] = field(default_factory=dict)
     suspend: bool | None = None  # TrainJob spec.suspend, which the JobSet mirrors
 
     @property
@@ -234,6 +233,7 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
             f"TrainJob metadata.name {name!r} must be a DNS label (e.g. lammps-flux)"
         )
     spec = _mapping(trainjob.get("spec"), "TrainJob spec")
+    _mapping(meta.get("labels"), "TrainJob labels")  # a mapping, as the API server checks
     screen_trainjob(trainjob)
     screen_runtime(runtime)
     runtime_meta = _mapping(runtime.get("metadata"), "runtime metadata")
@@ -331,7 +331,6 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
             dict(_mapping(template.get("metadata"), "spec.template.metadata"))
         ),
         node_job=index,
-        labels=dict(_mapping(meta.get("labels"), "TrainJob labels")),
         suspend=_suspend(spec.get("suspend"), name),
     )
 
