@@ -76,7 +76,7 @@ class Watcher:
 @pytest.mark.parametrize(("target", "kind"), [("job", "Job"), ("jobset", "JobSet")])
 def test_a_queued_minicluster_waits_for_admission_then_comes_up(ops, fake, target, kind):
     kueue = Kueue(fake)
-    root = ops.create(queued(), target)
+    root = ops.create(queued(up=True), target)  # stays Running until deleted
     assert root.suspended and root.queue == "team-a"
     fake.reconcile()
     assert fake.objects(kinds=("Pod",)) == []  # nothing runs before admission
