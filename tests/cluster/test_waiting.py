@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from fluxhop.errors import NotFound
 from fluxhop.spec.flags import minicluster_from_flags
 
 
@@ -43,3 +44,19 @@ def test_a_lead_that_exits_gives_its_code(fake, ops, running):
     root, name = running
     fake.runner = lambda pod, index: ([], 0)
     assert ops.wait_lead_end(root, name, timeout=60) == 0
+
+
+def test_a_lead_gone_with_its_finished_job_gives_the_jobs_outcome(fake, ops, kube, running):
+    root, name = running
+    with fake.changed:
+        job = fake.store[("Job", "default", "demo")]
+        fake._finish("default", job, "Failed", "BackoffLimitExceeded")  # the Job controller
+    kube.delete("Pod", name)
+    assert ops.wait_lead_end(root, name, timeout=60) == 1
+
+
+def test_a_minicluster_deleted_under_a_wait_is_one_line(fake, ops, kube, running):
+    root, name = running
+    kube.delete("Job", "demo")
+    with pytest.raises(NotFound, match=r"^MiniCluster demo was deleted before rank 0 ended$"):
+        ops.wait_lead_end(root, name, timeout=60)

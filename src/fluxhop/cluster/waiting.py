@@ -24,6 +24,7 @@ from fluxhop.workload.status import (
     Progress,
     admission,
     completion_index,
+    conditions,
     disrupted,
     exit_code,
     started,
@@ -266,7 +267,8 @@ class Waiting:
         """How rank 0's pod ``name`` ended: its exit code, or None when the job
         goes on without it - a disruption ended it (or it is gone), and the Job
         replaces it; or its queue took the MiniCluster back (Kueue suspends
-        the Job, whose pods then exit), and the job runs again once admitted."""
+        the Job, whose pods then exit), and the job runs again once admitted.
+        A pod gone with its ended workload gives the workload's outcome."""
 
         def over(pod: dict[str, Any] | None) -> bool:
             return pod is None or disrupted(pod) or exit_code(pod, root.container) is not None
@@ -275,13 +277,29 @@ class Waiting:
         if not over(pod):
             progress = self.wait(root, lambda p: over(p.pods.get(name)), timeout=timeout, since=pod)
             pod = progress.pods.get(name)
-        if pod is None or disrupted(pod):
+        if pod is None:
+            return self._ended_without_lead(root)
+        if disrupted(pod):
             return None
         if root.queue:
             now = self.kube.get(ROOT_KINDS[root.target], root.name)
             if now is not None and Root(root.target, now).suspended:
                 return None
         return exit_code(pod, root.container)
+
+    def _ended_without_lead(self, root: Root) -> int | None:
+        """Rank 0's pod is gone: the job goes on in the pod that replaces it,
+        unless the workload has ended (its condition then says how; a Job
+        deleted when it finishes takes its pods along) or is gone."""
+        obj = self.kube.get(ROOT_KINDS[root.target], root.name)
+        if obj is None:
+            raise NotFound(f"MiniCluster {root.name} was deleted before rank 0 ended")
+        done = conditions(obj)
+        if done.get("Failed") == "True":
+            return 1
+        if "True" in (done.get("Complete"), done.get("Completed")):
+            return 0
+        return None
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
         """The exit code of rank 0's Flux container that ends the job: not that
