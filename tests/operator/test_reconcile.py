@@ -12,7 +12,7 @@ import yaml
 
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import SpecError
-from fluxhop.operator.reconcile import Reconciler
+from fluxhop.operator.reconcile import RESOURCE_HASH, Reconciler
 from fluxhop.spec import MiniCluster
 from tests.cluster.fakeapi import FakeAPIServer
 from tests.cluster.kueue import Kueue
@@ -207,6 +207,48 @@ def test_a_change_a_running_minicluster_cannot_take_is_reported(fake, apply, rec
     assert ("Warning", "SpecChangeRefused") in events(fake)
     again = reconciler.reconcile(current(fake))
     assert again.writes == []  # reported once, not on every resync
+
+
+@pytest.fixture
+def upgraded(monkeypatch):
+    """The operator upgraded to a fluxhop that renders the same resource
+    differently (here: one more line in every entrypoint)."""
+    import fluxhop.workload.marks as marks
+
+    real = marks.render
+
+    def render(*args, **kwargs):
+        objects = real(*args, **kwargs)
+        for obj in objects:
+            if obj["kind"] == "ConfigMap":
+                obj["data"]["entrypoint.sh"] += "# rendered by a newer fluxhop\n"
+        return objects
+
+    monkeypatch.setattr(marks, "render", render)
+
+
+def test_an_upgraded_operator_sees_no_change_in_an_unchanged_resource(
+    fake, apply, reconciler, request
+):
+    apply(resource(size=2, maxSize=4))
+    reconciler.reconcile(current(fake))
+    job = fake.get("Job", "demo")
+    request.getfixturevalue("upgraded")
+    out = reconciler.reconcile(current(fake))
+    assert out.problem is None
+    assert fake.get("Job", "demo") == job
+    assert "SpecChangeRefused" not in [reason for _, reason in events(fake)]
+
+
+def test_a_job_from_before_resource_hashes_compares_what_it_rendered(fake, apply, reconciler, kube):
+    apply(resource())
+    reconciler.reconcile(current(fake))
+    stored = fake.store[("Job", "default", "demo")]
+    del stored["metadata"]["annotations"][RESOURCE_HASH]  # as an older operator made it
+    assert reconciler.reconcile(current(fake)).problem is None
+    kube.merge_patch("MiniCluster", "demo", {"spec": {"containers": [{"image": "ubuntu:plucky"}]}})
+    out = reconciler.reconcile(current(fake))
+    assert out.problem is not None and out.problem.reason == "SpecChangeRefused"
 
 
 def test_deleting_the_resource_removes_everything(fake, apply, reconciler, kube):

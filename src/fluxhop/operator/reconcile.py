@@ -11,7 +11,9 @@ that says what is happening.
   applied in place, exactly as ``fluxhop scale`` does (the Job's parallelism),
   and refused like it where Kueue would restart the MiniCluster for it;
   any other change is reported on the resource (condition SpecApplied False,
-  and an event), never silently ignored.
+  and an event), never silently ignored. "Change" is of what the resource
+  asks for (``resource_hash``), not of what this fluxhop renders for it, so
+  an upgraded operator leaves running MiniClusters alone.
 * A bad spec gets the one-line message the CLI prints, as condition Failed
   and a Warning event.
 """
@@ -19,6 +21,8 @@ that says what is happening.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import uuid
 import warnings
 from dataclasses import dataclass, field
@@ -43,12 +47,31 @@ from fluxhop.workload.marks import (
 )
 from fluxhop.workload.root import Root
 
-__all__ = ["CREATED_SIZE", "FIELD_MANAGER", "OPERATED", "Outcome", "Reconciler", "document"]
+__all__ = [
+    "CREATED_SIZE",
+    "FIELD_MANAGER",
+    "OPERATED",
+    "RESOURCE_HASH",
+    "Outcome",
+    "Reconciler",
+    "document",
+    "resource_hash",
+]
 
 FIELD_MANAGER = "fluxhop-operator"
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
+RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it was made from
 _SERVER_FIELDS = tuple(Metadata.UNSUPPORTED)  # set by the API server
+
+
+def resource_hash(spec: MiniCluster) -> str:
+    """What the resource asks for, whatever this fluxhop renders for it: the
+    operator compares this, not the rendered objects, so that upgrading it
+    (which may render differently) does not make every running MiniCluster
+    look changed. Secret fields take part only as the model masks them."""
+    doc = spec.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def document(cr: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +180,7 @@ class Reconciler:
         objects = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
+        root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
         root["metadata"]["ownerReferences"] = [owner_reference(cr)]
         try:
             job = self.kube.create(root)
@@ -178,8 +202,7 @@ class Reconciler:
         created = int(annotations.get(CREATED_SIZE, job["spec"].get("parallelism", 1)))
         as_created = spec.model_copy(deep=True)
         as_created.spec.size = created
-        digest = prepare(as_created, Target.JOB, cluster_domain=self.cluster_domain)[-1]
-        if digest["metadata"]["annotations"][SPEC_HASH] != annotations.get(SPEC_HASH):
+        if self._changed(as_created, annotations):
             out.problem = Problem(
                 "SpecApplied",
                 "SpecChangeRefused",
@@ -201,6 +224,16 @@ class Reconciler:
             out.writes.append("patch Job size")
             self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
         return job
+
+    def _changed(self, as_created: MiniCluster, annotations: dict[str, str]) -> bool:
+        """Whether the resource asks for other than its Job was made from (at
+        the size it was made with). A Job an operator made before resource
+        hashes has only the hash of what it rendered to compare."""
+        recorded = annotations.get(RESOURCE_HASH)
+        if recorded is not None:
+            return resource_hash(as_created) != recorded
+        digest = prepare(as_created, Target.JOB, cluster_domain=self.cluster_domain)[-1]
+        return bool(digest["metadata"]["annotations"][SPEC_HASH] != annotations.get(SPEC_HASH))
 
     def _complete(
         self,
