@@ -1,7 +1,8 @@
 """A created MiniCluster run to its end on a cluster: progress while the pods
 come up, rank 0's output streamed (and, when a disruption ends rank 0's pod,
 the output of the pod that replaces it), its exit code returned, and
-everything deleted afterwards (also on Ctrl-C) unless it is to be kept. `run`, `create`'s
+everything deleted afterwards (also on Ctrl-C) unless it is to be kept.
+`run`, `create`'s
 callers and `trainer run` share it."""
 
 from __future__ import annotations

@@ -155,7 +155,8 @@ def build_bundle(
     instead of the container's CPU request (or counting them at start). Those
     cores are process slots (Kubeflow Trainer's numProcPerNode) that nothing
     has checked against the node, so Flux is told to accept a node with fewer
-    (``CORES_AS_SLOTS``); drained, the node would leave the job waiting forever."""
+    or more (``CORES_AS_SLOTS``); drained, a node would leave the job waiting
+    forever. Tasks are not bound to them either (``flux_run_args``)."""
     body = spec.spec
     flux = body.flux
     root = flux.container.mount_path
