@@ -2,8 +2,7 @@
 come up, rank 0's output streamed (and, when a disruption ends rank 0's pod,
 the output of the pod that replaces it), its exit code returned, and
 everything deleted afterwards (also on Ctrl-C) unless it is to be kept.
-`run`, `create`'s
-callers and `trainer run` share it."""
+`run`, `create`'s callers and `trainer run` share it."""
 
 from __future__ import annotations
 
