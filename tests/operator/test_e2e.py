@@ -121,11 +121,19 @@ def example(name: str) -> dict[str, Any]:
     return document
 
 
-def test_the_operator_runs_minicluster_resources(cluster):
+def hello_world(*, command: bool = True, **spec: Any) -> dict[str, Any]:
+    """The upstream hello-world MiniCluster, interactive (its brokers stay up
+    until deleted), with ``spec`` on top; ``command=False`` drops its command."""
     document = example("tests__hello-world__minicluster.yaml")
+    document["spec"].update(interactive=True, **spec)
+    if not command:
+        document["spec"]["containers"][0].pop("command", None)
+    return document
+
+
+def test_the_operator_runs_minicluster_resources(cluster):
+    document = hello_world(maxSize=6)  # interactive: the brokers stay up for the resize
     name = document["metadata"]["name"]
-    document["spec"]["maxSize"] = 6
-    document["spec"]["interactive"] = True  # the brokers stay up for the resize
     document["spec"]["containers"][0].pop("command", None)
     cluster.kube.apply(document)
     cluster.until("the Job", lambda: cluster.job(name))
@@ -157,10 +165,8 @@ def test_the_operator_runs_minicluster_resources(cluster):
 
 
 def test_an_operator_killed_mid_way_loses_and_duplicates_nothing(cluster):
-    document = example("tests__hello-world__minicluster.yaml")
+    document = hello_world(maxSize=6)
     name = document["metadata"]["name"]
-    document["spec"]["interactive"] = True
-    document["spec"]["maxSize"] = 6
     document["spec"]["containers"][0].pop("command", None)
     cluster.kube.apply(document)
     cluster.until("the Job", lambda: cluster.job(name))
@@ -227,10 +233,8 @@ def replicas(tmp_path):
 
 def test_two_replicas_do_the_work_once_and_the_standby_takes_over(replicas):
     high, low = replicas
-    document = example("tests__hello-world__minicluster.yaml")
+    document = hello_world(command=False)
     name = document["metadata"]["name"]
-    document["spec"]["interactive"] = True
-    document["spec"]["containers"][0].pop("command", None)
     high.kube.apply(document)
     high.until("Ready", lambda: high.condition(name, "Ready") == "True")
     created = [
@@ -263,10 +267,8 @@ def test_all_namespaces_with_cluster_peering(tmp_path):
         world = Cluster(fake, url, tmp_path)
         world.start_operator(priority=5, all_namespaces=True)
         try:
-            document = example("tests__hello-world__minicluster.yaml")
+            document = hello_world(command=False)
             name = document["metadata"]["name"]
-            document["spec"]["interactive"] = True
-            document["spec"]["containers"][0].pop("command", None)
             world.kube.apply(document)
             world.until("Ready", lambda: world.condition(name, "Ready") == "True")
             world.until(  # it announced itself to its peers, cluster-wide

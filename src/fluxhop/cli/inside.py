@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.jobflags import flux_job_options, pop_flux_options
+from fluxhop.cli.jobflags import flux_job_options, pop_flux_options, slot_options
 from fluxhop.cli.kubeopts import connect, kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.inside import Inside
@@ -99,8 +99,7 @@ def _submit_options(func: Any) -> Any:
         [
             click.option("-N", "--nodes", type=int, help="Nodes for the job."),
             click.option("-n", "--ntasks", type=int, help="Tasks."),
-            click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
-            click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+            *slot_options(),
             *flux_job_options(),
             click.option(
                 "--env",

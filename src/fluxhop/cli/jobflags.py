@@ -154,12 +154,23 @@ class JobFlags:
 
     def note_local(self) -> None:
         """Say which flags a MiniCluster on this machine ignores (it runs no pods)."""
-        ignored = self.placement.pod_only()
+        ignored = [_placement_flag(name) for name in self.placement.pod_only()]
         if ignored:
             verb = "does" if len(ignored) == 1 else "do"
             click.echo(
                 f"fluxhop: --local runs no pods: {', '.join(ignored)} {verb} not apply", err=True
             )
+
+
+def _placement_flag(name: str) -> str:
+    """The flag a placement field is typed as, read from its click option."""
+
+    def bare() -> None: ...
+
+    command: Any = bare
+    for option in placement_options():
+        command = option(command)
+    return next(max(p.opts, key=len) for p in command.__click_params__ if p.name == name)
 
 
 PLACEMENT_FLAGS = tuple(f.name for f in fields(Placement))
@@ -206,6 +217,14 @@ def pop_flux_options(kwargs: dict[str, Any]) -> JobOptions:
             for value in [kwargs.pop(key)]
         }
     )
+
+
+def slot_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """Flux's slot shape, -c and -g, for every verb that makes a job."""
+    return [
+        click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
+        click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+    ]
 
 
 def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -275,8 +294,7 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
         click.option("-f", "--filename", help="Run a MiniCluster file instead of a command."),
         click.option("-N", "--nodes", type=int, help="Number of nodes (pods, Flux brokers)."),
         click.option("-n", "--ntasks", type=int, help="Number of tasks (default: one per node)."),
-        click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
-        click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
+        *slot_options(),
         click.option("--image", help="Container image that runs the command."),
         click.option("--workdir", help="Working directory of the command."),
         click.option(

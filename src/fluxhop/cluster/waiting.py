@@ -225,8 +225,9 @@ class Waiting:
 
         return self.wait(root, ready, timeout=timeout, on_progress=on_progress)
 
+    @staticmethod
     def _lead(
-        self, progress: Progress, holds: Callable[[dict[str, Any]], bool], other_than: str | None
+        progress: Progress, holds: Callable[[dict[str, Any]], bool], other_than: str | None
     ) -> dict[str, Any] | None:
         """Rank 0's pod for which ``holds`` is true, not one a disruption ended
         (the Job replaces that one: its podFailurePolicy ignores disruptions)."""

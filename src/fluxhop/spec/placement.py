@@ -65,10 +65,10 @@ class Placement:
         return any(getattr(self, f.name) not in (None, ()) for f in fields(self))
 
     def pod_only(self) -> list[str]:
-        """The flags given that only pods take, as typed: every one but --cpu,
-        which also gives each rank of a local MiniCluster its cores in R."""
+        """The fields given that only pods take: every one but ``cpu``, which
+        also gives each rank of a local MiniCluster its cores in R."""
         return [
-            "--toleration" if f.name == "tolerations" else "--" + f.name.replace("_", "-")
+            f.name
             for f in fields(self)
             if f.name != "cpu" and getattr(self, f.name) not in (None, ())
         ]
