@@ -1,0 +1,91 @@
+"""Where the test cluster's binaries are, and whether they are current.
+
+The Go programs in ``tests/realk8s/go/`` (the control plane, the kubelet's
+HTTPS server, CoreDNS) are built by ``python -m tests.realk8s.build`` into a
+cache outside the repository, in a directory named by a digest of everything
+that decides what they are: the modules' go.mod, go.sum and Go sources, the
+Go version and the version stamp. A pin changed in go.mod is a new digest and
+so a new build; anything else finds the build it already has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+__all__ = [
+    "CACHE_VARIABLE",
+    "GO_DIR",
+    "KUBERNETES_VERSION",
+    "LINKS",
+    "PROGRAMS",
+    "bin_dir",
+    "built",
+    "cache_root",
+    "go_version",
+    "missing_binaries",
+]
+
+GO_DIR = Path(__file__).parent / "go"
+# The release the kubernetes module requires; its staging modules are v0.<minor>.<patch>.
+KUBERNETES_VERSION = "v1.36.3"
+CACHE_VARIABLE = "FLUXHOP_REALK8S_CACHE"
+# program -> (module directory under go/, package inside it)
+PROGRAMS = {
+    "k8s": ("kubernetes", "./k8s"),
+    "kubelet-server": ("kubernetes", "./kubelet-server"),
+    "coredns": ("coredns", "."),
+}
+# names the multi-call binary also answers to (it dispatches on its own name)
+LINKS = {"kubectl": "k8s"}
+
+
+def cache_root() -> Path:
+    named = os.environ.get(CACHE_VARIABLE)
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fluxhop" / "realk8s"
+
+
+@cache
+def go_version() -> str | None:
+    go = shutil.which("go")
+    if go is None:
+        return None
+    done = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or None
+
+
+def _digest(go: str) -> str:
+    digest = hashlib.sha256(f"{go}\n{KUBERNETES_VERSION}\n".encode())
+    for path in sorted(GO_DIR.rglob("*")):
+        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
+            digest.update(str(path.relative_to(GO_DIR)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def bin_dir() -> Path | None:
+    """The directory the current sources build into, or None without Go."""
+    go = go_version()
+    return None if go is None else cache_root() / _digest(go) / "bin"
+
+
+def built(directory: Path) -> bool:
+    """A build is complete once every program is there (they are moved in last)."""
+    return all((directory / name).is_file() for name in PROGRAMS)
+
+
+def missing_binaries() -> str | None:
+    """Why the test cluster cannot run here, or None when its binaries are built."""
+    directory = bin_dir()
+    if directory is None:
+        return "no Go toolchain on PATH: the test cluster is built from Go modules"
+    if not built(directory):
+        return f"the test cluster is not built (python -m tests.realk8s.build -> {directory})"
+    return None

@@ -1,0 +1,490 @@
+"""A real Kubernetes cluster on this machine, for the ``realk8s`` tests.
+
+``LocalCluster`` starts, in order: etcd (embedded from etcd's server module)
+→ kube-apiserver (RBAC and the Node authorizer enforced, NodeRestriction
+admitted) → kube-controller-manager (the Job, garbage-collector,
+EndpointSlice, ServiceAccount, namespace, root-CA, node-lifecycle,
+taint-eviction and pod-GC controllers among others, each with its own
+service account) → kube-scheduler → CoreDNS (its ``kubernetes`` plugin on the
+pod network's gateway) → one Python kubelet per node (tests/realk8s/kubelet).
+The binaries are the ones ``python -m tests.realk8s.build`` built from Go
+modules; every control-plane port is on 127.0.0.1.
+
+Differences from a production cluster, on purpose and small: no kube-proxy
+(ClusterIPs route nowhere; pods reach the cluster DNS on the bridge's own
+address, which their resolv.conf names), short node-failure timings so that a
+lost node is noticed in seconds (``NODE_GRACE``), and the host filesystem in
+place of images (see the kubelet's docstrings).
+
+``stop`` leaves no process, network namespace, mount or directory behind;
+``start`` first removes whatever a killed run left, and holds a lock so that
+only one test cluster runs on a machine at a time (they share the bridge).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.realk8s.api import Api, Credentials
+from tests.realk8s.binaries import KUBERNETES_VERSION
+from tests.realk8s.kubelet.network import GATEWAY, create_bridge, delete_everything
+from tests.realk8s.pki import CA, KeyPair
+from tests.realk8s.processes import Process, kill_recorded
+
+__all__ = ["ClusterError", "LocalCluster", "NodeSpec"]
+
+RUN_DIR = Path("/run/fluxhop-realk8s")
+LOCK = Path("/run/fluxhop-realk8s.lock")
+REPO = Path(__file__).resolve().parents[2]
+SERVICE_RANGE = "10.96.0.0/16"
+CLUSTER_DOMAIN = "cluster.local"
+NODE_GRACE = 10  # seconds without a Lease renewal before a node is NotReady (40 s by default)
+EVICTION_TOLERATION = 10  # seconds a pod stays on a NotReady node (300 s by default)
+CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "endpointslice-controller",
+    "endpoints-controller",
+    "serviceaccount-controller",
+    "namespace-controller",
+    "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+    "ttl-after-finished-controller",
+    "pod-garbage-collector-controller",
+    "node-lifecycle-controller",
+    "taint-eviction-controller",
+    "disruption-controller",
+    "replicaset-controller",
+    "deployment-controller",
+)
+# CoreDNS reads Services, EndpointSlices, pods and namespaces (its upstream ClusterRole).
+COREDNS_RULES = [
+    {
+        "apiGroups": [""],
+        "resources": ["endpoints", "services", "pods", "namespaces"],
+        "verbs": ["list", "watch"],
+    },
+    {
+        "apiGroups": ["discovery.k8s.io"],
+        "resources": ["endpointslices"],
+        "verbs": ["list", "watch"],
+    },
+]
+
+
+class ClusterError(Exception):
+    pass
+
+
+@dataclass
+class NodeSpec:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(what: str, check: Any, timeout: float, processes: list[Process]) -> Any:
+    """Poll ``check`` until it returns something true; fail early if a process died."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = check()
+        except Exception:
+            found = None
+        if found:
+            return found
+        for p in processes:
+            if not p.alive():
+                raise ClusterError(f"{p.name} exited while waiting for {what}:\n{p.tail()}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _https_ok(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bool:
+    context = ssl.create_default_context(cafile=str(ca)) if ca else ssl._create_unverified_context()
+    if pair is not None:
+        context.load_cert_chain(str(pair.cert), str(pair.key))
+    with urllib.request.urlopen(url, context=context, timeout=5) as answer:
+        return bool(answer.status == 200)
+
+
+class LocalCluster:
+    def __init__(
+        self, bin_dir: Path, nodes: list[NodeSpec], flux_prefix: Path | None = None
+    ) -> None:
+        self.bin = bin_dir
+        self.node_specs = nodes
+        self.flux_prefix = flux_prefix
+        self.processes: dict[str, Process] = {}
+        self.workdir = RUN_DIR / "cluster"
+        self.lock_file: Any = None
+        self.started = 0.0
+
+    # --- files ------------------------------------------------------------------------
+    def kubeconfig(
+        self, name: str, *, pair: KeyPair | None = None, token: str | None = None
+    ) -> Path:
+        user: dict[str, str] = {}
+        if pair is not None:
+            user = {"client-certificate": str(pair.cert), "client-key": str(pair.key)}
+        if token is not None:
+            user = {"token": token}
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "fluxhop-test",
+                    "cluster": {"server": self.server, "certificate-authority": str(self.ca.cert)},
+                }
+            ],
+            "users": [{"name": name, "user": user}],
+            "contexts": [
+                {
+                    "name": name,
+                    "context": {"cluster": "fluxhop-test", "user": name, "namespace": "default"},
+                }
+            ],
+            "current-context": name,
+        }
+        path = self.workdir / "kubeconfigs" / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+    def credentials(self, pair: KeyPair | None = None, token: str | None = None) -> Credentials:
+        pair = pair or self.admin_pair
+        if token is not None:
+            return Credentials(self.server, self.ca.cert, token=token)
+        return Credentials(self.server, self.ca.cert, pair.cert, pair.key)
+
+    # --- the components -------------------------------------------------------------
+    def _k8s(self, component: str, *flags: str) -> Process:
+        process = Process(component, [str(self.bin / "k8s"), component, *flags], self.workdir)
+        self.processes[component] = process.start()
+        return process
+
+    def _etcd(self) -> None:
+        client, peer = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
+        self._k8s(
+            "etcd",
+            f"--data-dir={self.workdir / 'etcd'}",
+            "--name=default",
+            f"--listen-client-urls={self.etcd_url}",
+            f"--advertise-client-urls={self.etcd_url}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=default=http://127.0.0.1:{peer}",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        )
+
+    def apiserver_flags(self) -> list[str]:
+        d = self.workdir / "pki"
+        return [
+            f"--etcd-servers={self.etcd_url}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.api_port}",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            "--allow-privileged=true",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            f"--client-ca-file={self.ca.cert}",
+            f"--tls-cert-file={self.serving.cert}",
+            f"--tls-private-key-file={self.serving.key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={d / 'sa.pub'}",
+            f"--service-account-signing-key-file={d / 'sa.key'}",
+            f"--kubelet-client-certificate={d / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={d / 'apiserver-kubelet-client.key'}",
+            f"--kubelet-certificate-authority={self.ca.cert}",
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--default-not-ready-toleration-seconds={EVICTION_TOLERATION}",
+            f"--default-unreachable-toleration-seconds={EVICTION_TOLERATION}",
+            "--profiling=false",
+        ]
+
+    def start_apiserver(self) -> None:
+        self._k8s("kube-apiserver", *self.apiserver_flags())
+        _wait(
+            "the API server's /readyz",
+            lambda: _https_ok(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
+            120,
+            [self.processes["kube-apiserver"], self.processes["etcd"]],
+        )
+
+    def restart_apiserver(self) -> None:
+        """Stop the API server and start it again (a fault for the tests)."""
+        self.processes["kube-apiserver"].stop()
+        self.start_apiserver()
+
+    def _controller_manager(self) -> None:
+        port = free_port()
+        pair = self.ca.issue("kube-controller-manager", "system:kube-controller-manager")
+        config = self.kubeconfig("kube-controller-manager", pair=pair)
+        self._k8s(
+            "kube-controller-manager",
+            f"--kubeconfig={config}",
+            f"--authentication-kubeconfig={config}",
+            f"--authorization-kubeconfig={config}",
+            "--use-service-account-credentials=true",
+            f"--root-ca-file={self.ca.cert}",
+            f"--service-account-private-key-file={self.workdir / 'pki' / 'sa.key'}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--controllers={','.join(CONTROLLERS)}",
+            f"--node-monitor-grace-period={NODE_GRACE}s",
+            "--node-monitor-period=1s",
+            "--concurrent-job-syncs=5",
+        )
+        self.health["kube-controller-manager"] = f"https://127.0.0.1:{port}/healthz"
+
+    def _scheduler(self) -> None:
+        port = free_port()
+        pair = self.ca.issue("kube-scheduler", "system:kube-scheduler")
+        config = self.kubeconfig("kube-scheduler", pair=pair)
+        self._k8s(
+            "kube-scheduler",
+            f"--kubeconfig={config}",
+            f"--authentication-kubeconfig={config}",
+            f"--authorization-kubeconfig={config}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+        )
+        self.health["kube-scheduler"] = f"https://127.0.0.1:{port}/healthz"
+
+    def _coredns(self) -> None:
+        pair = self.ca.issue("coredns", "system:coredns")
+        config = self.kubeconfig("coredns", pair=pair)
+        api = self.admin()
+        api.create(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            {"metadata": {"name": "system:coredns"}, "rules": COREDNS_RULES},
+        )
+        api.create(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            {
+                "metadata": {"name": "system:coredns"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:coredns",
+                },
+                "subjects": [
+                    {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "User",
+                        "name": "system:coredns",
+                    }
+                ],
+            },
+        )
+        ready = free_port()
+        corefile = self.workdir / "Corefile"
+        corefile.write_text(
+            f"{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{\n"
+            f"    bind {GATEWAY}\n    errors\n    ready 127.0.0.1:{ready}\n"
+            f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{\n"
+            f"        kubeconfig {config}\n        pods insecure\n"
+            "        fallthrough in-addr.arpa ip6.arpa\n    }\n}\n"
+            f".:53 {{\n    bind {GATEWAY}\n    errors\n}}\n"
+        )
+        process = Process(
+            "coredns", [str(self.bin / "coredns"), "-conf", str(corefile)], self.workdir
+        )
+        self.processes["coredns"] = process.start()
+        self.health["coredns"] = f"http://127.0.0.1:{ready}/ready"
+
+    def _kubelet(self, index: int, spec: NodeSpec) -> None:
+        pair = self.ca.issue(
+            f"kubelet-{spec.name}", f"system:node:{spec.name}", groups=("system:nodes",)
+        )
+        serving = self.ca.issue(
+            f"kubelet-{spec.name}-serving", spec.name, hosts=("127.0.0.1", spec.name)
+        )
+        root = self.workdir / "nodes" / spec.name
+        root.mkdir(parents=True, exist_ok=True)
+        config = {
+            "name": spec.name,
+            "index": index,
+            "server": self.server,
+            "ca": str(self.ca.cert),
+            "cert": str(pair.cert),
+            "key": str(pair.key),
+            "serving_cert": str(serving.cert),
+            "serving_key": str(serving.key),
+            "server_binary": str(self.bin / "kubelet-server"),
+            "port": free_port(),
+            "root": str(root),
+            "dns": GATEWAY,
+            "cluster_domain": CLUSTER_DOMAIN,
+            "flux_prefix": str(self.flux_prefix) if self.flux_prefix else None,
+            "capacity": spec.capacity,
+            "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
+            "kubernetes_version": KUBERNETES_VERSION,
+        }
+        path = root / "config.json"
+        path.write_text(json.dumps(config))
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        process = Process(
+            f"kubelet-{spec.name}",
+            [sys.executable, "-m", "tests.realk8s.kubelet", str(path)],
+            self.workdir,
+            env=env,
+        )
+        self.processes[process.name] = process.start()
+
+    # --- the whole cluster -------------------------------------------------------------
+    def admin(self) -> Api:
+        return Api(self.credentials())
+
+    def start(self) -> LocalCluster:
+        self.started = time.monotonic()
+        RUN_DIR.mkdir(exist_ok=True)
+        self.lock_file = open(LOCK, "w")  # noqa: SIM115 (held for the cluster's life)
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ClusterError("another test cluster is running on this machine") from None
+        self.sweep()
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        self.workdir.mkdir(parents=True)
+        self.workdir.chmod(0o755)
+        create_bridge()
+        self.ca = CA(self.workdir / "pki")
+        self.api_port = free_port()
+        self.server = f"https://127.0.0.1:{self.api_port}"
+        self.serving = self.ca.issue(
+            "apiserver",
+            "kube-apiserver",
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                "10.96.0.1",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                f"kubernetes.default.svc.{CLUSTER_DOMAIN}",
+            ),
+        )
+        self.ca.issue(
+            "apiserver-kubelet-client", "kube-apiserver-kubelet-client", groups=("system:masters",)
+        )
+        self.ca.signing_key("sa")
+        self.admin_pair = self.ca.issue("admin", "fluxhop-admin", groups=("system:masters",))
+        self.admin_kubeconfig = self.kubeconfig("admin", pair=self.admin_pair)
+        self.health: dict[str, str] = {}
+        self._etcd()
+        self.start_apiserver()
+        self._controller_manager()
+        self._scheduler()
+        self._coredns()
+        for index, spec in enumerate(self.node_specs):
+            self._kubelet(index, spec)
+        everything = list(self.processes.values())
+        for name, url in self.health.items():
+            _wait(
+                f"{name} healthy",
+                lambda url=url: (
+                    _https_ok(url)
+                    if url.startswith("https")
+                    else urllib.request.urlopen(url, timeout=5).status == 200
+                ),
+                120,
+                everything,
+            )
+        api = self.admin()
+        _wait(
+            "every node Ready",
+            lambda: self.ready_nodes(api) == {n.name for n in self.node_specs},
+            120,
+            everything,
+        )
+        _wait(
+            "the default ServiceAccount",
+            lambda: api.find("/api/v1/namespaces/default/serviceaccounts/default"),
+            60,
+            everything,
+        )
+        api.close()
+
+    @staticmethod
+    def ready_nodes(api: Api) -> set[str]:
+        nodes = api.get("/api/v1/nodes")["items"]
+        return {
+            n["metadata"]["name"]
+            for n in nodes
+            for c in n.get("status", {}).get("conditions") or []
+            if c["type"] == "Ready" and c["status"] == "True"
+        }
+
+    def stop(self) -> None:
+        for name in [n for n in self.processes if n.startswith("kubelet-")]:
+            self.processes[name].stop()
+        delete_everything()  # the pods, which outlive their kubelets
+        for name in (
+            "coredns",
+            "kube-scheduler",
+            "kube-controller-manager",
+            "kube-apiserver",
+            "etcd",
+        ):
+            if name in self.processes:
+                self.processes[name].stop()
+        self.processes.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.lock_file is not None:
+            self.lock_file.close()
+            self.lock_file = None
+
+    def sweep(self) -> list[str]:
+        """Remove what a killed run left (its processes, namespaces, files)."""
+        left = [f"process {pid}" for pid in kill_recorded(self.workdir / "pids")]
+        left += delete_everything()
+        if self.workdir.exists():
+            left.append(f"directory {self.workdir}")
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return left
+
+    def token(self, namespace: str, account: str, seconds: int = 3600) -> str:
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        with self.admin() as api:
+            path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+            return str(api.create(path, body)["status"]["token"])

@@ -1,0 +1,420 @@
+"""One pod on the node, from the scheduler's binding to the kubelet's last word.
+
+A ``PodWorker`` thread per pod, as the kubelet has: it prepares the volumes
+and the network, starts the pod sandbox, turns what the sandbox reports into
+status patches (and into the files the kubelet's HTTPS server reads for
+logs and exec), and when the pod is deleted stops it within its grace
+period (SIGTERM, then SIGKILL), writes the terminal phase and confirms the
+deletion (DELETE with grace period 0 and the pod's UID as precondition), as
+a real kubelet does; the Job controller's finalizer is left to the Job
+controller. Until it can be set up, a pod waits in ContainerCreating (a
+ConfigMap not there yet, the Node authorizer not yet knowing the pod) or
+CreateContainerConfigError, and the worker tries again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tests.realk8s.api import ApiError
+from tests.realk8s.kubelet import volumes as vol
+from tests.realk8s.kubelet.containers import ConfigError, base_env, container_spec, sandbox_spec
+from tests.realk8s.kubelet.network import hosts_file, pod_hostname, resolv_conf
+from tests.realk8s.kubelet.status import Container, now, pod_status
+
+if TYPE_CHECKING:
+    from tests.realk8s.kubelet.node import Kubelet
+
+__all__ = ["PodWorker", "host_pid"]
+
+RETRY = 1.0  # seconds between set-up attempts of a pod that cannot start yet
+SANDBOX = Path(__file__).with_name("sandbox.py")  # run as a script: the standard library only
+
+
+def host_pid(root: int, pod_pid: int) -> int | None:
+    """The host PID of the process whose PID in the pod's namespace is
+    ``pod_pid``, searched among the descendants of the sandbox ``root``."""
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                ns = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+            if len(ns) > 1 and int(ns[1]) == pod_pid:
+                return pid
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += [int(child) for child in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data))
+    os.replace(temporary, path)
+
+
+class PodWorker(threading.Thread):
+    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        super().__init__(name=f"pod {meta['namespace']}/{meta['name']}", daemon=True)
+        self.kubelet = kubelet
+        self.pod = pod
+        self.uid: str = meta["uid"]
+        self.namespace: str = meta["namespace"]
+        self.name: str = meta["name"]
+        self.path = f"/api/v1/namespaces/{self.namespace}/pods/{self.name}"
+        self.directory = kubelet.root / "pods" / f"{self.namespace}_{self.name}"
+        self.lock = threading.RLock()
+        self.containers: dict[str, Container] = {}
+        for key, init in (("initContainers", True), ("containers", False)):
+            for c in pod["spec"].get(key) or []:
+                self.containers[c["name"]] = Container(c["name"], c.get("image", ""), init=init)
+        self.ip = ""
+        self.slot: int | None = None
+        self.sandbox: subprocess.Popen[bytes] | None = None
+        self.sandbox_pid: int | None = None
+        self.host_pids: dict[str, int] = {}
+        self.specs: dict[str, dict[str, Any]] = {}
+        self.start_time = now()
+        self.deleting = threading.Event()  # deletionTimestamp seen
+        self.gone = threading.Event()  # the pod is no longer in the API
+        self.finished = threading.Event()
+
+    # --- what the watch tells us ------------------------------------------------
+    def update(self, pod: dict[str, Any]) -> None:
+        with self.lock:
+            self.pod = pod
+        if pod["metadata"].get("deletionTimestamp") and not self.deleting.is_set():
+            self.deleting.set()
+            grace = pod["metadata"].get("deletionGracePeriodSeconds", 30)
+            threading.Thread(target=self._stop, args=(grace,), daemon=True).start()
+
+    def removed(self) -> None:
+        """The pod is gone from the API (a forced deletion): stop it now."""
+        self.gone.set()
+        self.deleting.set()
+        self._stop(0)
+
+    # --- setting up -----------------------------------------------------------------
+    def _lookup_object(self, kind: str, name: str) -> dict[str, bytes] | None:
+        resource = "configmaps" if kind == "ConfigMap" else "secrets"
+        obj = self.kubelet.api.find(f"/api/v1/namespaces/{self.namespace}/{resource}/{name}")
+        if obj is None:
+            return None
+        return vol.decode_config_map(obj) if kind == "ConfigMap" else vol.decode_secret(obj)
+
+    def _lookup_env(self, kind: str, name: str, _key: str | None) -> dict[str, str] | None:
+        data = self._lookup_object(kind, name)
+        return None if data is None else {k: v.decode(errors="replace") for k, v in data.items()}
+
+    def _token(self, account: str, audiences: list[str], seconds: int) -> str:
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": audiences or None,
+                "expirationSeconds": seconds,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": self.name,
+                    "uid": self.uid,
+                },
+            },
+        }
+        path = f"/api/v1/namespaces/{self.namespace}/serviceaccounts/{account}/token"
+        return str(self.kubelet.api.create(path, body)["status"]["token"])
+
+    def _prepare(self) -> dict[str, Any]:
+        """Volumes and container specs; raises what keeps the pod waiting."""
+        pod, allocatable = self.pod, self.kubelet.allocatable
+        planned = vol.plan(pod, self._lookup_object, self._token, allocatable)
+        fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
+        shutil.rmtree(self.directory / "volumes", ignore_errors=True)
+        paths, tmpfs = {}, []
+        for volume in planned:
+            path = vol.materialize(volume, self.directory / "volumes" / volume.name, fs_group)
+            paths[volume.name] = (path, volume.read_only)
+            if volume.tmpfs is not None:
+                tmpfs.append((str(path), volume.tmpfs))
+        hostname, fqdn = pod_hostname(pod, self.kubelet.cluster_domain)
+        uts = fqdn if pod["spec"].get("setHostnameAsFQDN") else hostname
+        base = base_env(self.kubelet.flux_prefix, uts)
+        status_pod = {
+            **pod,
+            "status": {
+                **(pod.get("status") or {}),
+                "podIP": self.ip,
+                "podIPs": [{"ip": self.ip}],
+                "hostIP": self.kubelet.host_ip,
+                "hostIPs": [{"ip": self.kubelet.host_ip}],
+            },
+        }
+        specs = {}
+        for key, init in (("initContainers", True), ("containers", False)):
+            specs[key] = [
+                container_spec(
+                    c,
+                    init=init,
+                    pod=status_pod,
+                    volumes=paths,
+                    lookup=self._lookup_env,
+                    allocatable=allocatable,
+                    base=base,
+                    directory=self.directory / c["name"],
+                )
+                for c in pod["spec"].get(key) or []
+            ]
+        for spec in specs["initContainers"] + specs["containers"]:
+            self.specs[spec["name"]] = spec
+        return sandbox_spec(pod, uts, tmpfs, specs["initContainers"], specs["containers"])
+
+    def _waiting(self, reason: str, message: str) -> None:
+        with self.lock:
+            for c in self.containers.values():
+                if c.state == "waiting":
+                    c.reason, c.message = reason, message
+        self.patch_status()
+
+    def _set_up(self) -> dict[str, Any] | None:
+        """Retry until the pod can start, or it is deleted (then None)."""
+        while not self.deleting.is_set():
+            try:
+                if self.slot is None:
+                    self.slot, self.ip = self.kubelet.network.create()
+                    domain = self.kubelet.cluster_domain
+                    self.kubelet.network.write_files(
+                        self.slot,
+                        {
+                            "hosts": hosts_file(self.pod, self.ip, domain),
+                            "resolv.conf": resolv_conf(self.pod, self.kubelet.dns, domain),
+                        },
+                    )
+                return self._prepare()
+            except (vol.VolumeError, ApiError) as error:
+                self._waiting("ContainerCreating", str(error))
+            except ConfigError as error:
+                self._waiting("CreateContainerConfigError", str(error))
+            self.deleting.wait(RETRY)
+        return None
+
+    # --- running ----------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.patch_status()
+            spec = self._set_up()
+            if spec is not None:
+                self._launch(spec)
+                self._follow()
+        except Exception as error:  # a kubelet bug must not pass silently
+            print(
+                f"kubelet {self.kubelet.node}: pod {self.name}: {error!r}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
+        finally:
+            if self.slot is not None:
+                self.kubelet.network.destroy(self.slot)
+            self.finished.set()
+            self._finish()
+
+    def _launch(self, spec: dict[str, Any]) -> None:
+        spec_path = self.directory / "sandbox.json"
+        spec_path.write_text(json.dumps(spec))
+        netns = self.kubelet.network.netns(self.slot or 0)
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            netns,
+            "unshare",
+            "--uts",
+            "--ipc",
+            "--pid",
+            "--mount",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "--",
+            sys.executable,
+            str(SANDBOX),
+            str(spec_path),
+        ]
+        with open(self.directory / "sandbox.log", "ab") as log:
+            self.sandbox = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        self.patch_status()
+
+    def _follow(self) -> None:
+        assert self.sandbox is not None and self.sandbox.stdout is not None
+        for line in self.sandbox.stdout:
+            event = json.loads(line)
+            self._on(event)
+        self.sandbox.wait()
+
+    def _on(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "done":
+            return
+        name = event["name"]
+        with self.lock:
+            c = self.containers[name]
+            directory = self.directory / name
+            if kind == "started":
+                if self.sandbox_pid is None and self.sandbox is not None:
+                    self.sandbox_pid = _child_of(self.sandbox.pid)
+                found = (
+                    host_pid(self.sandbox_pid or self.sandbox.pid, event["pid"])
+                    if self.sandbox
+                    else None
+                )
+                if found:
+                    self.host_pids[name] = found
+                if c.restart_count or event["restarts"]:
+                    c.last_state = {"terminated": c.api()["state"].get("terminated", {})}
+                c.state, c.reason, c.message = "running", "", ""
+                c.restart_count = event["restarts"]
+                c.container_id = f"fluxhop-sim://{self.uid}-{name}-{event['restarts']}"
+                c.started_at = event["at"][:19] + "Z"
+                self._state_file(c, directory, running=True)
+            elif kind == "exited":
+                c.state, c.exit_code, c.signal = "terminated", event["code"], event["signal"]
+                c.reason, c.finished_at = event["reason"], event["at"][:19] + "Z"
+                c.message = event["message"] or self._termination_message(name, c)
+                self.host_pids.pop(name, None)
+                self._state_file(c, directory, running=False)
+        self.patch_status()
+
+    def _termination_message(self, name: str, c: Container) -> str:
+        spec = next(
+            (
+                x
+                for x in [
+                    *(self.pod["spec"].get("initContainers") or []),
+                    *self.pod["spec"]["containers"],
+                ]
+                if x["name"] == name
+            ),
+            {},
+        )
+        path = self.directory / name / "termination-log"
+        text = path.read_text(errors="replace")[:4096] if path.exists() else ""
+        if (
+            not text
+            and c.exit_code
+            and spec.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+        ):
+            log = self.directory / name / f"{c.restart_count}.log"
+            lines = log.read_text(errors="replace").splitlines()[-80:] if log.exists() else []
+            text = "\n".join(line.split(" ", 3)[-1] for line in lines)[-2048:]
+        return text
+
+    def _state_file(self, c: Container, directory: Path, *, running: bool) -> None:
+        spec = self.specs[c.name]
+        previous = directory / f"{c.restart_count - 1}.log" if c.restart_count else None
+        _write_json(
+            directory / "state.json",
+            {
+                "id": c.container_id,
+                "running": running,
+                "pid": self.host_pids.get(c.name, 0),
+                "env": [f"{k}={v}" for k, v in spec["env"].items()],
+                "cwd": spec["cwd"],
+                "uid": spec["uid"],
+                "gid": spec["gid"],
+                "log": str(directory / f"{c.restart_count}.log"),
+                "previousLog": str(previous) if previous else "",
+            },
+        )
+
+    # --- stopping ----------------------------------------------------------------------
+    def _stop(self, grace: int) -> None:
+        """SIGTERM to the containers, SIGKILL once ``grace`` seconds are up."""
+        if self.sandbox_pid is None and self.sandbox is not None:
+            self.sandbox_pid = _child_of(self.sandbox.pid)
+        if self.sandbox_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.sandbox_pid, signal.SIGTERM)  # no restarts; it passes SIGTERM on
+        if self.finished.wait(grace):
+            return
+        with self.lock:
+            pids = list(self.host_pids.values())
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if not self.finished.wait(10) and self.sandbox is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.sandbox.pid, signal.SIGKILL)  # --kill-child takes the pod with it
+
+    def _finish(self) -> None:
+        """The terminal status, and for a deleted pod the confirmation of its deletion."""
+        with self.lock:
+            for c in self.containers.values():
+                if c.state != "terminated":  # never started, or its end went unreported
+                    c.reason = "ContainerStatusUnknown" if c.state == "running" else "Error"
+                    c.state, c.exit_code, c.finished_at = "terminated", 137, now()
+        if self.gone.is_set():
+            self._forget()
+            return
+        self.patch_status(final=True)
+        if self.deleting.is_set():
+            with contextlib.suppress(ApiError):
+                self.kubelet.api.delete(
+                    self.path, {"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}}
+                )
+            self._forget()
+
+    def _forget(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.kubelet.forget(self.uid)
+
+    def patch_status(self, final: bool = False) -> None:
+        with self.lock:
+            containers = list(self.containers.values())
+            status = pod_status(
+                self.pod,
+                containers,
+                pod_ip=self.ip,
+                host_ip=self.kubelet.host_ip,
+                start_time=self.start_time,
+                sandbox_ready=self.sandbox is not None and not final,
+            )
+            if final and status["phase"] not in ("Succeeded", "Failed"):
+                status["phase"] = (
+                    "Failed"  # a pod that ends while Pending/Running: the kubelet's terminal phase
+                )
+            try:
+                updated = self.kubelet.api.patch(self.path + "/status", {"status": status})
+                self.pod = updated
+            except ApiError as error:
+                if error.status != 404:
+                    print(f"kubelet: status of {self.name}: {error}", file=sys.stderr, flush=True)
+
+
+def _child_of(pid: int) -> int | None:
+    """The sandbox: the one child of ``unshare --fork``."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    return int(children[0]) if children else None
