@@ -85,6 +85,9 @@ def main() -> int:
     except subprocess.CalledProcessError as error:
         print(f"build: {' '.join(error.cmd[:2])} failed with {error.returncode}", file=sys.stderr)
         return 1
+    for old in target.parent.parent.iterdir():  # builds of sources that are gone
+        if old != target.parent and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
     print(f"test cluster {KUBERNETES_VERSION}: built in {target}")
     return 0
 

@@ -31,11 +31,11 @@ import socket
 import ssl
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import yaml
 
 from tests.realk8s.api import Api, Credentials
@@ -120,12 +120,13 @@ def _wait(what: str, check: Any, timeout: float, processes: list[Process]) -> An
         time.sleep(0.1)
 
 
-def _https_ok(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bool:
+def _healthy(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bool:
+    """A 200 from a health endpoint (TLS verified against ``ca`` where given)."""
     context = ssl.create_default_context(cafile=str(ca)) if ca else ssl._create_unverified_context()
     if pair is not None:
         context.load_cert_chain(str(pair.cert), str(pair.key))
-    with urllib.request.urlopen(url, context=context, timeout=5) as answer:
-        return bool(answer.status == 200)
+    with httpx.Client(verify=context, timeout=5) as client:
+        return client.get(url).status_code == 200
 
 
 class LocalCluster:
@@ -232,7 +233,7 @@ class LocalCluster:
         self._k8s("kube-apiserver", *self.apiserver_flags())
         _wait(
             "the API server's /readyz",
-            lambda: _https_ok(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
+            lambda: _healthy(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
             120,
             [self.processes["kube-apiserver"], self.processes["etcd"]],
         )
@@ -282,29 +283,29 @@ class LocalCluster:
     def _coredns(self) -> None:
         pair = self.ca.issue("coredns", "system:coredns")
         config = self.kubeconfig("coredns", pair=pair)
-        api = self.admin()
-        api.create(
-            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            {"metadata": {"name": "system:coredns"}, "rules": COREDNS_RULES},
-        )
-        api.create(
-            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-            {
-                "metadata": {"name": "system:coredns"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "system:coredns",
-                },
-                "subjects": [
-                    {
+        with self.admin() as api:
+            api.create(
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                {"metadata": {"name": "system:coredns"}, "rules": COREDNS_RULES},
+            )
+            api.create(
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                {
+                    "metadata": {"name": "system:coredns"},
+                    "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "User",
+                        "kind": "ClusterRole",
                         "name": "system:coredns",
-                    }
-                ],
-            },
-        )
+                    },
+                    "subjects": [
+                        {
+                            "apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "User",
+                            "name": "system:coredns",
+                        }
+                    ],
+                },
+            )
         ready = free_port()
         corefile = self.workdir / "Corefile"
         corefile.write_text(
@@ -416,16 +417,7 @@ class LocalCluster:
             self._kubelet(index, spec)
         everything = list(self.processes.values())
         for name, url in self.health.items():
-            _wait(
-                f"{name} healthy",
-                lambda url=url: (
-                    _https_ok(url)
-                    if url.startswith("https")
-                    else urllib.request.urlopen(url, timeout=5).status == 200
-                ),
-                120,
-                everything,
-            )
+            _wait(f"{name} healthy", lambda url=url: _healthy(url), 120, everything)
         api = self.admin()
         _wait(
             "every node Ready",

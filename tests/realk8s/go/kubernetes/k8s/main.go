@@ -39,7 +39,7 @@ const usage = "usage: k8s etcd|kube-apiserver|kube-controller-manager|kube-sched
 
 func main() {
 	if filepath.Base(os.Args[0]) == "kubectl" {
-		os.Args = append([]string{"k8s"}, os.Args...)
+		os.Args = append([]string{"k8s", "kubectl"}, os.Args[1:]...)
 	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)

@@ -1,0 +1,134 @@
+"""What the realk8s tests use to drive and observe the cluster: the kubectl
+and fluxhop commands with the cluster's kubeconfig, pod manifests, and waits
+for conditions read from the API server (never for a guessed time)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.realk8s.api import Api, ApiError
+from tests.realk8s.cluster import LocalCluster
+
+__all__ = [
+    "command_env",
+    "eventually",
+    "fluxhop",
+    "kubectl",
+    "kubectl_tty",
+    "pod_manifest",
+    "wait_pod_phase",
+]
+
+FLUXHOP = Path(sys.executable).with_name("fluxhop")
+
+
+def command_env(
+    cluster: LocalCluster, kubeconfig: Path | None = None, **extra: str
+) -> dict[str, str]:
+    """The environment of a command run against the cluster: its kubeconfig,
+    and the kubectl built with it first on PATH."""
+    return {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig or cluster.admin_kubeconfig),
+        "PATH": f"{cluster.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        **extra,
+    }
+
+
+def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None, timeout: float = 60,
+            check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    done = subprocess.run(
+        [str(cluster.bin / "kubectl"), *args], input=stdin, capture_output=True, text=True,
+        timeout=timeout, env=command_env(cluster),
+    )  # fmt: skip
+    if check and done.returncode:
+        raise AssertionError(f"kubectl {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+    return done
+
+
+def kubectl_tty(
+    cluster: LocalCluster, *args: str, answer: bytes = b"", timeout: float = 60
+) -> tuple[int, str]:
+    """kubectl with a terminal for stdin and stdout (as a person runs ``exec -it``):
+    ``answer`` is typed once the command prints something; returns the exit
+    code and everything the terminal showed."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [str(cluster.bin / "kubectl"), *args], stdin=secondary, stdout=secondary, stderr=secondary,
+        env=command_env(cluster), start_new_session=True,
+    )  # fmt: skip
+    os.close(secondary)
+    shown, typed, deadline = b"", False, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # EIO: kubectl exited and closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if answer and not typed:
+                os.write(primary, answer)
+                typed = True
+        elif process.poll() is not None:
+            break
+    os.close(primary)
+    return process.wait(timeout=max(1.0, deadline - time.monotonic())), shown.decode(
+        errors="replace"
+    )
+
+
+def fluxhop(cluster: LocalCluster, *args: str, timeout: float = 240,
+            kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        [str(FLUXHOP), *args], capture_output=True, text=True, timeout=timeout,
+        env=command_env(cluster, kubeconfig), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def eventually(what: str, check: Callable[[], Any], timeout: float = 60, every: float = 0.1) -> Any:
+    """Poll an observable condition until it holds; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except ApiError as error:
+            last = error
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def pod_manifest(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "host", "command": command, **spec.pop("container", {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **spec.pop("metadata", {})},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
+                 "containers": [container], **spec},
+    }  # fmt: skip
+
+
+def wait_pod_phase(
+    api: Api, namespace: str, name: str, *phases: str, timeout: float = 60
+) -> dict[str, Any]:
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    return eventually(
+        f"pod {name} in {'/'.join(phases)}",
+        lambda: (pod := api.get(path)).get("status", {}).get("phase") in phases and pod,
+        timeout,
+    )
