@@ -170,11 +170,12 @@ def parse_jobs(text: str) -> list[Job]:
 class Broker:
     rank: int
     node: str
-    state: str  # avail, offline, drained, exclude, ... (flux resource status)
+    state: str  # avail, drained, exclude, ... with "*" when offline (flux resource status)
 
     @property
     def up(self) -> bool:
-        return self.state not in ("offline", "lost", "exclude")
+        # flux resource status appends "*" to the state of a broker that is offline
+        return not self.state.endswith("*") and self.state not in ("offline", "lost", "exclude")
 
 
 @dataclass
