@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fluxhop.cli import main
-from fluxhop.cli.connect import shell_argv, ssh_wrapper
+from fluxhop.cli.connect import REMOTE_RELAY, shell_argv, ssh_wrapper
 from fluxhop.cluster.operations import MiniClusters
 from tests.conformance import REPO
 
@@ -201,7 +201,7 @@ def fake_tools(tmp_path, monkeypatch):
             f'#!/bin/sh\nprintf "%s\\0" {tool} "$@" >> {log}\nprintf "\\n" >> {log}\n'
             f'if [ "{tool}" = flux ]; then target=${{2#ssh://}}; '
             f'exec "$FLUX_SSH" -p 22 "root@${{target%%/*}}" '
-            f"PATH=/x /mnt/flux/view/bin/flux relay /sock; fi\n"
+            f'PATH=/x "$FLUX_SSH_RCMD" relay /sock; fi\n'
         )
         script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
@@ -234,7 +234,7 @@ def test_proxy_runs_local_flux_through_a_kubectl_ssh_wrapper(
         "proxy",
         f"ssh://{lead['metadata']['name']}/mnt/flux/run/broker/local-0",
     ]
-    assert flux_call[3:] == ["flux", "resource", "list"]
+    assert flux_call[3:] == ["flux resource list"]  # one word: flux proxy hands it to $SHELL -c
     assert kubectl_call == [
         "kubectl",
         "--kubeconfig",
@@ -247,12 +247,27 @@ def test_proxy_runs_local_flux_through_a_kubectl_ssh_wrapper(
         "-c",
         "demo",
         "--",
-        "env",
+        "bash",
+        "-c",
+        REMOTE_RELAY,
+        "fluxhop-proxy",
+        "/mnt/flux/run/env.sh",
         "PATH=/x",
-        "/mnt/flux/view/bin/flux",
+        "flux",
         "relay",
         "/sock",
     ]
+
+
+def test_the_remote_relay_runs_the_flux_env_sh_names(tmp_path):
+    """In the pod: the view's or the image's flux, whatever this machine's
+    flux connector sent as its PATH and its own flux's path."""
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("flux_bin=/bin/echo\nexport FLUX_URI=local:///x\n")
+    argv = ["bash", "-c", REMOTE_RELAY, "fluxhop-proxy", str(env_file),
+            "PATH=/mine", "A=b", "/my/flux", "relay", "/sock", "a  b"]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    assert out == "relay /sock a  b\n"
 
 
 def test_shell_and_proxy_need_their_tools(cli_cluster, kubeconfig, capsys, monkeypatch, tmp_path):

@@ -122,9 +122,10 @@ FAKE_FLUX = textwrap.dedent(
             time.sleep(0.02)
         print(json.dumps({"version": 1, "execution": {"R_lite": [], "fake": args}}))
         sys.exit(0)
-    if cmd == "proxy":
+    if cmd == "proxy":  # as flux proxy does: the words joined, run by $SHELL -c
         record()
-        os.execvp(args[1], args[1:])
+        shell = os.environ.get("SHELL", "/bin/sh")
+        os.execvp(shell, [shell, "-c", " ".join(args[1:])] if args[1:] else [shell])
     sys.exit(f"fake flux: unsupported command {cmd}")
     '''
 ).lstrip()

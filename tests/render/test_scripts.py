@@ -394,3 +394,8 @@ def test_connect_helper_proxies_into_the_local_broker(tmp_path):
     assert result.stdout == "inside\n"
     proxy = next(c for c in lead.calls() if c["argv"][0] == "proxy")
     assert proxy["argv"][1] == f"local://{lead.flux_root}/run/broker/local-0"
+    argv = ["printf", "[%s]\\n", "a  b", "it's", "$HOME", "*", ""]
+    words = subprocess.run(["bash", str(connect), *argv], env=env, capture_output=True, text=True)
+    assert words.stdout == "[a  b]\n[it's]\n[$HOME]\n[*]\n[]\n", (
+        words.stderr
+    )  # flux proxy's shell undoes it

@@ -44,9 +44,27 @@ def shell_argv(kubectl: str, flags: list[str], root: Root, pod: str) -> list[str
     return [kubectl, *flags, "exec", "-it", pod, "-c", root.container, "--", *inner]
 
 
-def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
-    """A FLUX_SSH program: ``[-p port] [user@]host CMD...`` -> kubectl exec."""
+# Run in the pod by the wrapper for fluxhop's own pods: the broker's env.sh
+# (written by the entrypoint) says which flux runs there, the Flux view's or
+# the image's; the words flux's ssh connector sends first (its PATH=..., then
+# FLUX_SSH_RCMD) name this machine's flux and are dropped.
+REMOTE_RELAY = (
+    '. "$1"; shift; '
+    'while [ "$#" -gt 0 ] && [ "${1#*=}" != "$1" ]; do shift; done; '
+    'shift; exec "$flux_bin" "$@"'
+)
+
+
+def ssh_wrapper(kubectl: str, flags: list[str], container: str, env_file: str | None = None) -> str:
+    """A FLUX_SSH program: ``[-p port] [user@]host CMD...`` -> kubectl exec.
+
+    With ``env_file`` (fluxhop's pods) the remote flux is the one that file
+    names; without it (the Flux Operator's pods) CMD runs as flux sends it."""
     command = " ".join(shlex.quote(word) for word in [kubectl, *flags])
+    if env_file is None:
+        remote = 'env "$@"'
+    else:
+        remote = f'bash -c {shlex.quote(REMOTE_RELAY)} fluxhop-proxy {shlex.quote(env_file)} "$@"'
     return (
         "#!/bin/sh\n"
         "# FLUX_SSH for fluxhop proxy: run flux's remote command in the pod with kubectl exec.\n"
@@ -59,7 +77,7 @@ def ssh_wrapper(kubectl: str, flags: list[str], container: str) -> str:
         "done\n"
         'pod="${1#*@}"\n'
         "shift\n"
-        f'exec {command} exec -i "$pod" -c {shlex.quote(container)} -- env "$@"\n'
+        f'exec {command} exec -i "$pod" -c {shlex.quote(container)} -- {remote}\n'
     )
 
 
@@ -100,14 +118,18 @@ def proxy_command(
     root, pod = _lead(ops, name)
     flags = kubectl_flags(kubeconfig, context, ops.kube.namespace)
     if not root.fluxhop_pods:
-        socket, remote_flux = OPERATOR_SOCKET, "/mnt/flux/view/bin/flux"
+        socket, remote_flux, env_file = OPERATOR_SOCKET, "/mnt/flux/view/bin/flux", None
     else:
+        # the view's flux, or the image's (--flux-in-image): env.sh knows which
         base = root.flux_root
-        socket, remote_flux = f"{base}/run/broker/local-0", f"{base}/view/bin/flux"
+        socket, remote_flux, env_file = f"{base}/run/broker/local-0", "flux", f"{base}/run/env.sh"
     with tempfile.TemporaryDirectory(prefix="fluxhop-proxy-") as tmp:
         wrapper = Path(tmp) / "kubectl-ssh"
-        wrapper.write_text(ssh_wrapper(kubectl, flags, root.container))
+        wrapper.write_text(ssh_wrapper(kubectl, flags, root.container, env_file))
         wrapper.chmod(stat.S_IRWXU)
         env = {**os.environ, "FLUX_SSH": str(wrapper), "FLUX_SSH_RCMD": remote_flux}
-        argv = [flux, "proxy", f"ssh://{pod}{socket}", *command]
+        # flux proxy runs its command as `$SHELL -c "<words joined by spaces>"`:
+        # quoted words come back out of that shell as they were given
+        quoted = [" ".join(shlex.quote(word) for word in command)] if command else []
+        argv = [flux, "proxy", f"ssh://{pod}{socket}", *quoted]
         return subprocess.run(argv, env=env, check=False).returncode

@@ -12,4 +12,8 @@ flux_bin=""
 # shellcheck disable=SC1090
 . "$env_file"
 if [ "$#" = 0 ]; then set -- bash; fi
-exec "$flux_bin" proxy "$FLUX_URI" "$@"
+# flux proxy joins its command's words with spaces and runs them with $SHELL -c:
+# hand it each word single-quoted, so that the shell splits them back as given.
+words=()
+for word in "$@"; do words+=("'${word//\'/\'\\\'\'}'"); done
+exec "$flux_bin" proxy "$FLUX_URI" "${words[*]}"
