@@ -88,7 +88,7 @@ def namespace(admin: Api) -> Iterator[str]:
     admin.delete(f"/api/v1/namespaces/{name}")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def needs_flux() -> Path:
     reason = missing_flux()
     if reason:

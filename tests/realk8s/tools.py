@@ -24,6 +24,7 @@ __all__ = [
     "kubectl",
     "kubectl_tty",
     "pod_manifest",
+    "tty_session",
     "wait_pod_phase",
 ]
 
@@ -34,11 +35,16 @@ def command_env(
     cluster: LocalCluster, kubeconfig: Path | None = None, **extra: str
 ) -> dict[str, str]:
     """The environment of a command run against the cluster: its kubeconfig,
-    and the kubectl built with it first on PATH."""
+    and first on PATH the kubectl built with it and the flux-core the pods
+    get (``fluxhop proxy`` runs the local flux)."""
     return {
         **os.environ,
         "KUBECONFIG": str(kubeconfig or cluster.admin_kubeconfig),
-        "PATH": f"{cluster.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "PATH": ":".join(
+            [str(cluster.bin)]
+            + ([str(cluster.flux_prefix / "bin")] if cluster.flux_prefix else [])
+            + [os.environ.get("PATH", "/usr/bin:/bin")]
+        ),
         **extra,
     }
 
@@ -54,17 +60,21 @@ def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None, timeout
     return done
 
 
-def kubectl_tty(
-    cluster: LocalCluster, *args: str, answer: bytes = b"", timeout: float = 60
+def tty_session(
+    cluster: LocalCluster, argv: list[str], answer: bytes = b"", timeout: float = 60
 ) -> tuple[int, str]:
-    """kubectl with a terminal for stdin and stdout (as a person runs ``exec -it``):
-    ``answer`` is typed once the command prints something; returns the exit
-    code and everything the terminal showed."""
+    """Run ``argv`` with a terminal for stdin and stdout, as a person runs
+    ``kubectl exec -it`` or ``fluxhop shell``: ``answer`` is typed once it
+    prints something; returns the exit code and everything the terminal showed."""
     primary, secondary = pty.openpty()
     process = subprocess.Popen(
-        [str(cluster.bin / "kubectl"), *args], stdin=secondary, stdout=secondary, stderr=secondary,
-        env=command_env(cluster), start_new_session=True,
-    )  # fmt: skip
+        argv,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=command_env(cluster),
+        start_new_session=True,
+    )
     os.close(secondary)
     shown, typed, deadline = b"", False, time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -72,7 +82,7 @@ def kubectl_tty(
         if ready:
             try:
                 chunk = os.read(primary, 4096)
-            except OSError:  # EIO: kubectl exited and closed the terminal
+            except OSError:  # EIO: the program exited and closed the terminal
                 break
             if not chunk:
                 break
@@ -86,6 +96,12 @@ def kubectl_tty(
     return process.wait(timeout=max(1.0, deadline - time.monotonic())), shown.decode(
         errors="replace"
     )
+
+
+def kubectl_tty(
+    cluster: LocalCluster, *args: str, answer: bytes = b"", timeout: float = 60
+) -> tuple[int, str]:
+    return tty_session(cluster, [str(cluster.bin / "kubectl"), *args], answer, timeout)
 
 
 def fluxhop(cluster: LocalCluster, *args: str, timeout: float = 240,

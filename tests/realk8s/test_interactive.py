@@ -1,0 +1,139 @@
+"""An interactive MiniCluster on the real cluster, with real Flux: ``create``,
+then the verbs that work inside it (``submit --cc``, ``jobs``, ``status``,
+``attach``, ``logs -f``, ``shell``, ``proxy``), ``scale`` within maxSize (a new
+broker joins and Flux sees it) and ``delete``. The tests run in file order on
+one MiniCluster, as a user would go through them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, tty_session
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+NAME = "work"
+
+
+@dataclass
+class Work:
+    cluster: LocalCluster
+    admin: Api
+    namespace: str
+
+    def fluxhop(
+        self, verb: str, *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=timeout)
+
+    def online(self) -> int:
+        done = self.fluxhop("status", NAME, "-o", "json")
+        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0
+
+
+@pytest.fixture(scope="module")
+def work(cluster: LocalCluster, needs_flux) -> Iterator[Work]:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    with cluster.admin() as admin:
+        admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        yield Work(cluster, admin, namespace)
+        admin.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def test_create_waits_for_an_instance_that_stays(work: Work):
+    done = work.fluxhop("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
+                        "--image", "host", timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    eventually("both brokers online", lambda: work.online() == 2, timeout=120)
+    listed = work.fluxhop("list")
+    assert NAME in listed.stdout and "Running" in listed.stdout, listed.stdout
+
+
+def test_an_ensemble_in_one_submit_and_its_jobs(work: Work):
+    done = work.fluxhop("submit", NAME, "--cc", "1-20", "--", "sh", "-c", "echo job {cc}")
+    assert done.returncode == 0, done.stderr
+    ids = done.stdout.split()
+    assert len(ids) == 20 and len(set(ids)) == 20
+
+    def finished() -> bool:
+        jobs = json.loads(work.fluxhop("jobs", NAME, "-a", "-o", "json").stdout)
+        mine = {job["id"]: job for job in jobs if job["id"] in ids}
+        return len(mine) == 20 and all(job["state"] == "INACTIVE" for job in mine.values())
+
+    eventually("the 20 jobs done", finished, timeout=120)
+    table = work.fluxhop("jobs", NAME, "-a").stdout.splitlines()
+    assert table[0].split()[:4] == ["JOBID", "USER", "NAME", "ST"] and len(table) >= 21
+
+
+def test_attach_and_watch_carry_output_and_exit_code(work: Work):
+    submitted = work.fluxhop("submit", NAME, "--", "sh", "-c", 'echo "a  b"; exit 6')
+    jobid = submitted.stdout.strip()
+    attached = work.fluxhop("attach", NAME, jobid)
+    assert (attached.returncode, attached.stdout) == (6, "a  b\n"), attached.stderr
+    watched = work.fluxhop("submit", NAME, "--watch", "--", "sh", "-c", "echo watched; exit 2")
+    assert watched.returncode == 2 and watched.stdout.splitlines()[1:] == ["watched"]
+
+
+def test_status_counts_brokers_and_resources(work: Work):
+    status = json.loads(work.fluxhop("status", NAME, "-o", "json").stdout)
+    assert status["brokers"] == {"up": 2, "down": 1}  # rank 2 waits for a scale-up
+    assert status["resources"]["free"]["nodes"] + status["resources"]["allocated"]["nodes"] == 2
+
+
+def test_logs_follow_streams_rank_zero(work: Work):
+    process = subprocess.Popen([str(FLUXHOP), "logs", NAME, "-f", "--namespace", work.namespace],
+                               env=command_env(work.cluster), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()  # the instance's output so far, then it keeps following
+        assert first, "logs -f printed nothing"
+        assert process.poll() is None  # still following a running instance
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_shell_opens_a_terminal_with_flux_uri_set(work: Work):
+    code, shown = tty_session(
+        work.cluster, [str(FLUXHOP), "shell", NAME, "--namespace", work.namespace],
+        b"echo rank=$(flux getattr rank) size=$(flux getattr size); exit\r", timeout=120,
+    )  # fmt: skip
+    assert code == 0, shown
+    assert "rank=0 size=3\r\n" in shown, shown
+
+
+def test_proxy_runs_a_local_flux_command_inside(work: Work):
+    done = work.fluxhop(
+        "proxy", NAME, "printf", "[%s]", "a  b", "$(flux resource list -s free -no {nnodes})"
+    )
+    assert (done.returncode, done.stdout) == (
+        0,
+        "[a  b][$(flux resource list -s free -no {nnodes})]",
+    ), done.stderr
+    done = work.fluxhop("proxy", NAME, "flux", "resource", "list", "-s", "free", "-no", "{nnodes}")
+    assert (done.returncode, done.stdout.strip()) == (0, "2"), done.stderr
+
+
+def test_scale_adds_a_broker_that_flux_sees(work: Work):
+    done = work.fluxhop("scale", NAME, "--size", "3")
+    assert done.returncode == 0, done.stderr
+    eventually("a third broker online", lambda: work.online() == 3, timeout=180)
+    refused = work.fluxhop("scale", NAME, "--size", "4")
+    assert refused.returncode != 0 and "maxSize 3" in refused.stderr
+
+
+def test_delete_removes_everything(work: Work):
+    done = work.fluxhop("delete", NAME)
+    assert done.returncode == 0, done.stderr
+    paths = [f"/apis/batch/v1/namespaces/{work.namespace}/jobs", f"/api/v1/namespaces/{work.namespace}/pods",
+             f"/api/v1/namespaces/{work.namespace}/secrets"]  # fmt: skip
+    eventually(
+        "nothing left", lambda: all(not work.admin.get(p)["items"] for p in paths), timeout=120
+    )
