@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance import CONFORMANCE, REPO
 from tests.realflux import flux_prefix, missing_flux
 from tests.realk8s.api import Api
 from tests.realk8s.binaries import bin_dir, missing_binaries
 from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec
+from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
 NODES = [
@@ -71,6 +73,18 @@ def cluster() -> Iterator[LocalCluster]:
         yield local
     finally:
         local.stop()
+
+
+@pytest.fixture(scope="session")
+def crds(cluster: LocalCluster) -> None:
+    """The CRDs of the targets fluxhop renders for controllers it does not
+    run here: JobSet (upstream's, from the conformance data) and MiniCluster
+    (deploy/'s: the Flux Operator's spec with fluxhop's status fields)."""
+    files = [CONFORMANCE / "crds" / "jobset.x-k8s.io_jobsets.yaml", REPO / "deploy" / "crd.yaml"]
+    for path in files:
+        kubectl(cluster, "apply", "--server-side", "-f", str(path))
+    kubectl(cluster, "wait", "--for=condition=Established", "--timeout=60s",
+            "crd/jobsets.jobset.x-k8s.io", "crd/miniclusters.flux-framework.org")  # fmt: skip
 
 
 @pytest.fixture

@@ -1,0 +1,130 @@
+"""What fluxhop sends, judged by the real API server: every example renders
+to objects it accepts with strict field validation (a server-side dry run),
+on every target; and applying a MiniCluster twice is a no-op (server-side
+apply with fluxhop's field manager: no new resourceVersion). Nothing here
+needs Flux."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fluxhop.cluster.api import FIELD_MANAGER, Kube
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import FluxhopError, FluxhopWarning
+from fluxhop.render import TARGETS, render
+from fluxhop.spec import MiniCluster
+from tests.conformance import CONFORMANCE, REPO
+from tests.documents import minicluster_doc
+from tests.realk8s.api import Api, ApiError
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.tools import eventually
+
+EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml")) + sorted(
+    (REPO / "examples").glob("*.yaml")
+)
+# kind -> (API path prefix, plural), for what fluxhop renders
+PATHS = {
+    "ConfigMap": ("/api/v1", "configmaps"),
+    "Secret": ("/api/v1", "secrets"),
+    "Service": ("/api/v1", "services"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
+    "Job": ("/apis/batch/v1", "jobs"),
+    "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
+    "MiniCluster": ("/apis/flux-framework.org/v1alpha2", "miniclusters"),
+}
+
+
+def collection(obj: dict, namespace: str) -> str:
+    prefix, plural = PATHS[obj["kind"]]
+    return f"{prefix}/namespaces/{namespace}/{plural}"
+
+
+def rendered(path: Path, target: str) -> list[dict] | None:
+    """The objects fluxhop makes of an example, or None where it refuses it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FluxhopWarning)
+        try:
+            return render(MiniCluster.from_yaml(path.read_text()), target)
+        except FluxhopError:
+            return None
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_example_passes_a_strict_server_side_dry_run(
+    crds: None, admin: Api, namespace: str, target: str
+):
+    refused, checked = [], 0
+    for path in EXAMPLES:
+        objects = rendered(path, target)
+        if objects is None:
+            continue
+        for obj in objects:
+            obj["metadata"]["namespace"] = namespace
+            try:
+                admin.create(
+                    collection(obj, namespace), obj, dryRun="All", fieldValidation="Strict"
+                )
+                checked += 1
+            except ApiError as error:
+                refused.append(f"{path.name} {obj['kind']}: {error}")
+    assert not refused, "\n".join(refused)
+    assert checked >= len(EXAMPLES)  # most examples render, to one or more objects
+    leftover = admin.get(collection({"kind": "ConfigMap"}, namespace))["items"]
+    assert [c["metadata"]["name"] for c in leftover] == [
+        "kube-root-ca.crt"
+    ]  # a dry run stores nothing
+
+
+def test_the_dry_run_can_fail(crds: None, admin: Api, namespace: str):
+    job = next(o for o in rendered(EXAMPLES[0], "job") or [] if o["kind"] == "Job")
+    job["spec"]["parallelizm"] = 2
+    with pytest.raises(ApiError) as refused:
+        admin.create(collection(job, namespace), job, dryRun="All", fieldValidation="Strict")
+    assert (
+        refused.value.status == 400 and 'unknown field "spec.parallelizm"' in refused.value.message
+    )
+
+
+def queued(name: str) -> MiniCluster:
+    """A MiniCluster waiting in a Kueue queue: its Job stays suspended, so
+    nothing but fluxhop writes to it (no queue exists here to admit it)."""
+    doc = minicluster_doc(
+        name,
+        size=2,
+        interactive=True,
+        flux={"container": {"disable": True}},
+        containers=[{"image": "host"}],
+        jobLabels={"kueue.x-k8s.io/queue-name": "nowhere"},
+    )
+    return MiniCluster.from_dict(doc)
+
+
+def versions(admin: Api, namespace: str) -> dict[str, str]:
+    out = {}
+    for kind in ("ConfigMap", "Secret", "Service", "NetworkPolicy", "Job"):
+        for obj in admin.get(collection({"kind": kind}, namespace))["items"]:
+            if obj["metadata"]["name"] != "kube-root-ca.crt":
+                out[f"{kind}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
+    return out
+
+
+def test_applying_twice_changes_nothing(cluster: LocalCluster, admin: Api, namespace: str):
+    kube = Kube.connect(str(cluster.admin_kubeconfig), namespace=namespace)
+    try:
+        ops = MiniClusters(kube)
+        ops.create(queued("twice"))
+        job = f"/apis/batch/v1/namespaces/{namespace}/jobs/twice"
+        eventually("the Job controller's Suspended condition", lambda: any(
+            c["type"] == "Suspended" for c in admin.get(job).get("status", {}).get("conditions") or []))  # fmt: skip
+        before = versions(admin, namespace)
+        assert set(before) == {"ConfigMap/twice-flux-config", "Secret/twice-flux-curve",
+                               "Service/twice", "NetworkPolicy/twice-flux-broker", "Job/twice"}  # fmt: skip
+        ops.create(queued("twice"))
+        assert versions(admin, namespace) == before
+        managers = {m["manager"] for m in admin.get(job)["metadata"]["managedFields"]}
+        assert FIELD_MANAGER in managers
+    finally:
+        kube.close()
