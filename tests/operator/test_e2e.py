@@ -201,21 +201,11 @@ def test_an_operator_killed_mid_way_loses_and_duplicates_nothing(cluster):
 
 @pytest.fixture
 def replicas(tmp_path):
-    """Two operators peering in namespace default (kopf's KopfPeering)."""
+    """Two operators peering in namespace default (kopf's KopfPeering, which
+    no one made: the operators make it, and of their two creates one wins)."""
     fake = FakeAPIServer(crds=DEFAULT_CRDS | {"KopfPeering"})
     fake.flux_operator = False
     fake.rbac, fake.rbac_token = deploy_rules(), OPERATOR_TOKEN
-    with fake.changed:
-        fake._put(
-            "KopfPeering",
-            "default",
-            {
-                "apiVersion": "kopf.dev/v1",
-                "kind": "KopfPeering",
-                "metadata": {"name": "fluxhop-operator", "namespace": "default", "uid": "peering"},
-            },
-            "ADDED",
-        )
     with HTTPFake(fake) as url:
         world = Cluster(fake, url, tmp_path)
         (tmp_path / "low").mkdir()
@@ -252,17 +242,11 @@ def test_two_replicas_do_the_work_once_and_the_standby_takes_over(replicas):
 
 
 def test_all_namespaces_with_cluster_peering(tmp_path):
-    """The deployed mode: -A, peering through the ClusterKopfPeering."""
+    """The deployed mode: -A, peering through the ClusterKopfPeering, which
+    the operator makes at start (deploy/ cannot ship it beside its CRD)."""
     fake = FakeAPIServer(crds=DEFAULT_CRDS | {"ClusterKopfPeering"})
     fake.flux_operator = False
     fake.rbac, fake.rbac_token = deploy_rules(), OPERATOR_TOKEN
-    with fake.changed:
-        peering = {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": "fluxhop-operator", "uid": "peering"},
-        }
-        fake._put("ClusterKopfPeering", "", peering, "ADDED")
     with HTTPFake(fake) as url:
         world = Cluster(fake, url, tmp_path)
         world.start_operator(priority=5, all_namespaces=True)

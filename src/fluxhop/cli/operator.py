@@ -66,7 +66,15 @@ def operator_command(
     except ImportError:
         raise LocalToolMissing("the operator needs kopf: pip install 'fluxhop[operator]'") from None
     from fluxhop.operator import handlers
+    from fluxhop.operator.peering import ensure_peering
 
+    if not standalone:
+        kube = handlers.connect(namespaces[0] if namespaces else "default")
+        try:
+            for made in ensure_peering(kube, handlers.PEERING, namespaces):
+                click.echo(f"fluxhop operator: created {made} for the replicas' peering", err=True)
+        finally:
+            kube.close()
     handlers.selector.update(labels)
     handlers.standalone = standalone
     if priority is not None:

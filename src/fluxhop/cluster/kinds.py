@@ -8,7 +8,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 from fluxhop.errors import ClusterError
 
@@ -20,6 +20,7 @@ class Kind:
     api_version: str
     kind: str
     plural: str
+    namespaced: bool = True
 
     @property
     def group(self) -> str:
@@ -36,7 +37,8 @@ class Kind:
 
     @functools.cached_property
     def resource(self) -> Any:
-        return create_namespaced_resource(self.group, self.version, self.kind, self.plural)
+        make = create_namespaced_resource if self.namespaced else create_global_resource
+        return make(self.group, self.version, self.kind, self.plural)
 
 
 KINDS: dict[str, Kind] = {
@@ -53,6 +55,8 @@ KINDS: dict[str, Kind] = {
         Kind("flux-framework.org/v1alpha2", "MiniCluster", "miniclusters"),
         Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
         Kind("kueue.x-k8s.io/v1beta1", "Workload", "workloads"),  # read only
+        Kind("kopf.dev/v1", "KopfPeering", "kopfpeerings"),  # the operator's peering
+        Kind("kopf.dev/v1", "ClusterKopfPeering", "clusterkopfpeerings", namespaced=False),
     )
 }
 
