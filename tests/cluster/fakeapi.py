@@ -342,6 +342,9 @@ class FakeAPIServer:
         token = self.rbac_token
         if token is None or request.headers.get("authorization") == f"Bearer {token}":
             refused = self._forbidden(prefix, plural, namespace, name, sub, request.method, params)
+            if refused is None and self._applies_a_new_object(request, kind, namespace, name):
+                # as the API server does: an apply that makes the object is also a create
+                refused = self._forbidden(prefix, plural, namespace, name, sub, "POST", params)
         if refused is not None:
             return refused
         lost = False
@@ -364,6 +367,15 @@ class FakeAPIServer:
                 "timed out (injected: answer lost after commit)", request=request
             )
         return response
+
+    def _applies_a_new_object(
+        self, request: httpx2.Request, kind: str, namespace: str, name: str | None
+    ) -> bool:
+        apply = request.headers.get("content-type", "").startswith("application/apply-patch")
+        if request.method != "PATCH" or not apply or name is None:
+            return False
+        with self.lock:
+            return (kind, namespace, name) not in self.store
 
     def _forbidden(
         self,

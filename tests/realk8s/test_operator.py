@@ -1,0 +1,196 @@
+"""``fluxhop operator`` on the real cluster: a process on this machine that
+authenticates with a token of deploy/'s ServiceAccount, so deploy/'s
+ClusterRole, enforced by the real API server, is all it may do. It
+reconciles the upstream operator examples to Succeeded or Failed with the
+exit code (real Flux in the pods), resizes through the scale subresource,
+refuses a change it cannot make, and a delete leaves nothing (the garbage
+collector follows the ownerReferences it writes)."""
+
+from __future__ import annotations
+
+import copy
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conformance import CONFORMANCE, REPO
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster, free_port
+from tests.realk8s.tools import command_env, eventually, kubectl
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+DEPLOY_NAMESPACE, ACCOUNT, ROLE = "fluxhop-system", "fluxhop-operator", "fluxhop-operator"
+MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
+
+
+def deploy_objects(cluster: LocalCluster) -> list[dict[str, Any]]:
+    """deploy/ as kustomize renders it, without the Deployment: the operator
+    under test runs here as a process, with the Deployment's identity. One
+    apply, as the README's, on a cluster that has not seen the CRDs yet."""
+    text = kubectl(cluster, "kustomize", str(REPO / "deploy")).stdout
+    return [doc for doc in yaml.safe_load_all(text) if doc and doc["kind"] != "Deployment"]
+
+
+@pytest.fixture(scope="module")
+def deployed(cluster: LocalCluster) -> Iterator[Path]:
+    """deploy/ applied; a kubeconfig holding the operator's ServiceAccount token."""
+    objects = deploy_objects(cluster)
+    kubectl(
+        cluster,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(objects),
+    )
+    kubectl(cluster, "wait", "--for=condition=Established", "crd/miniclusters.flux-framework.org")
+    token = cluster.token(DEPLOY_NAMESPACE, ACCOUNT)
+    yield cluster.kubeconfig("operator", token=token)
+
+
+class Operator:
+    def __init__(self, cluster: LocalCluster, kubeconfig: Path, namespace: str, log: Path) -> None:
+        argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
+                "operator", "-n", namespace,
+                "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]  # fmt: skip
+        self.log = log
+        with open(log, "ab") as out:
+            self.process = subprocess.Popen(argv, env=command_env(cluster, kubeconfig), stdout=out,
+                                            stderr=subprocess.STDOUT)  # fmt: skip
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def operator(
+    cluster: LocalCluster, deployed: Path, namespace: str, tmp_path: Path
+) -> Iterator[Operator]:
+    running = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
+    yield running
+    running.stop()
+
+
+def example(name: str, **spec: Any) -> dict[str, Any]:
+    """An upstream operator example, its Flux from the image (the host's flux-core)."""
+    document = yaml.safe_load((CONFORMANCE / "operator-examples" / name).read_text())
+    document["spec"].setdefault("flux", {})["container"] = {"disable": True}
+    document["spec"].update(spec)
+    return document
+
+
+def condition(resource: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = [c for c in (resource.get("status") or {}).get("conditions") or [] if c["type"] == kind]
+    return found[0] if found else {}
+
+
+def until(what: str, operator: Operator, check: Any, timeout: float = 180) -> Any:
+    try:
+        return eventually(what, check, timeout)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\noperator log:\n{operator.tail()}") from None
+
+
+def test_an_example_runs_to_succeeded(admin: Api, namespace: str, operator: Operator):
+    document = example("tests__hello-world__minicluster.yaml")
+    path = MINICLUSTERS.format(namespace)
+    admin.create(path, document)
+    name = document["metadata"]["name"]
+    done = until("Succeeded", operator, lambda: condition(admin.get(f"{path}/{name}"), "Succeeded").get(
+        "status") == "True" and admin.get(f"{path}/{name}"))  # fmt: skip
+    assert done["status"]["exitCode"] == 0
+    peering = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/fluxhop-operator"
+    assert admin.get(peering)["metadata"]["name"] == "fluxhop-operator"  # the operator made it
+
+
+def test_a_failing_command_reports_its_exit_code(admin: Api, namespace: str, operator: Operator):
+    document = example("tests__hello-world__minicluster.yaml", size=2)
+    document["spec"]["containers"][0]["command"] = "sh -c 'exit 3'"
+    path = MINICLUSTERS.format(namespace)
+    admin.create(path, document)
+    name = document["metadata"]["name"]
+    failed = until("Failed", operator, lambda: condition(admin.get(f"{path}/{name}"), "Failed").get(
+        "status") == "True" and admin.get(f"{path}/{name}"))  # fmt: skip
+    assert failed["status"]["exitCode"] == 3
+
+
+def test_scale_refusal_and_delete(
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
+):
+    document = example("tests__hello-world__minicluster.yaml", size=2, maxSize=3, interactive=True)
+    document["spec"]["containers"][0].pop("command")
+    path = MINICLUSTERS.format(namespace)
+    admin.create(path, document)
+    name = document["metadata"]["name"]
+    resource = f"{path}/{name}"
+    until(
+        "Ready", operator, lambda: condition(admin.get(resource), "Ready").get("status") == "True"
+    )
+    until("2 brokers up", operator, lambda: admin.get(resource)["status"].get("brokersUp") == 2)
+    kubectl(cluster, "scale", "-n", namespace, f"minicluster/{name}", "--replicas=3")
+    job = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+    until("the Job resized", operator, lambda: admin.get(job)["spec"]["parallelism"] == 3)
+    until("3 brokers up", operator, lambda: admin.get(resource)["status"].get("brokersUp") == 3)
+    admin.patch(resource, {"spec": {"containers": [{"image": "elsewhere:1"}]}}, "merge")
+    refused = until("the change refused", operator, lambda: condition(admin.get(resource), "SpecApplied").get(
+        "status") == "False" and condition(admin.get(resource), "SpecApplied"))  # fmt: skip
+    assert refused["reason"] == "SpecChangeRefused"
+    admin.delete(resource)
+    kinds = ("jobs", "pods", "configmaps", "secrets", "services")
+
+    def gone() -> bool:
+        for kind in kinds:
+            group = "/apis/batch/v1" if kind == "jobs" else "/api/v1"
+            items = admin.get(f"{group}/namespaces/{namespace}/{kind}")["items"]
+            if [i for i in items if i["metadata"]["name"] != "kube-root-ca.crt"]:
+                return False
+        return True
+
+    until("everything gone", operator, gone)
+
+
+def test_without_a_verb_the_api_servers_403_is_what_the_operator_reports(
+    cluster: LocalCluster, admin: Api, namespace: str, deployed: Path, tmp_path: Path
+):
+    role_path = f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{ROLE}"
+    original = admin.get(role_path)
+    cut = copy.deepcopy(original)
+    for rule in cut["rules"]:
+        if rule.get("apiGroups") == ["batch"]:
+            rule["verbs"] = [v for v in rule["verbs"] if v != "create"]
+    admin.replace(role_path, cut)
+    operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
+    try:
+        document = example("tests__hello-world__minicluster.yaml")
+        path = MINICLUSTERS.format(namespace)
+        admin.create(path, document)
+        resource = f"{path}/{document['metadata']['name']}"
+        failed = until(
+            "the refusal reported", operator, lambda: condition(admin.get(resource), "Failed")
+        )
+        expected = (
+            f'jobs.batch is forbidden: User "system:serviceaccount:{DEPLOY_NAMESPACE}:{ACCOUNT}" '
+            f'cannot create resource "jobs" in API group "batch" in the namespace "{namespace}"'
+        )
+        assert expected in failed["message"], failed
+    finally:
+        operator.stop()
+        current = admin.get(role_path)
+        original["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        admin.replace(role_path, original)
