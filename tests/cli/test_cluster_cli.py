@@ -79,7 +79,7 @@ def test_run_follows_rank_0_through_a_disruption(cli_cluster, kubeconfig, capsys
     code, out, err = cli(capsys, *run_args(kubeconfig))
     assert code == 3, err
     assert out == "attempt 1\nattempt 2\n"
-    assert f"rank 0's pod {first[0]} ended before the job did (evicted, " in err
+    assert f"rank 0's pod {first[0]} ended before the job did: it was evicted (a node drain" in err
     assert cli_cluster.objects() == []
 
 

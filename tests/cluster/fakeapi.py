@@ -725,13 +725,12 @@ class FakeAPIServer:
                     f'container "{params.get("container")}" in pod "{name}" is waiting to start',
                 )
         follow = params.get("follow") == "true"
-        return httpx2.Response(
-            200,
-            headers={"content-type": "text/plain"},
-            content=self._log_stream(namespace, name, follow),
-        )
+        stream = self._log_stream(namespace, name, follow, params.get("timestamps") == "true")
+        return httpx2.Response(200, headers={"content-type": "text/plain"}, content=stream)
 
-    def _log_stream(self, namespace: str, name: str, follow: bool) -> Iterator[bytes]:
+    def _log_stream(
+        self, namespace: str, name: str, follow: bool, timestamps: bool = False
+    ) -> Iterator[bytes]:
         offset = 0
         while True:
             with self.changed:
@@ -743,7 +742,10 @@ class FakeAPIServer:
                 if not chunk and follow and not done and not self.closed:
                     self.changed.wait(timeout=0.2)
                     continue
-            yield from (line.encode() for line in chunk)
+            for number, line in enumerate(chunk, start=offset - len(chunk)):
+                # the kubelet's RFC3339Nano stamp, one nanosecond a line here
+                stamp = f"2026-01-01T00:00:00.{number + 1:09d}Z " if timestamps else ""
+                yield (stamp + line).encode()
             if not follow or done or self.closed:
                 return
 

@@ -296,6 +296,30 @@ def test_unreachable(kubeconfig):
     assert str(info.value) == f"cannot reach the Kubernetes API at {SERVER}: connection refused"
 
 
+def test_an_api_server_that_restarts_is_waited_for(fake, kubeconfig):
+    """Refused connections are tried again for the whole request timeout
+    (a restarting API server), not a fixed five times."""
+    refused = {"left": 8}
+
+    def restarting(request):
+        if refused["left"]:
+            refused["left"] -= 1
+            raise httpx2.ConnectError("connection refused", request=request)
+        return fake.handle(request)
+
+    sleeps: list[float] = []
+    kube = Kube.connect(
+        str(kubeconfig), transport=httpx2.MockTransport(restarting), sleep=sleeps.append
+    )
+    MiniClusters(kube).create(spec())
+    assert fake.get("Job", "demo") is not None
+    assert len(sleeps) == 8 and max(sleeps) == 2.0  # doubling, capped
+    refused["left"] = 1000
+    with pytest.raises(Unreachable, match="cannot reach"):
+        MiniClusters(kube).create(spec())
+    assert sum(sleeps[8:]) <= 30  # the request timeout bounds it
+
+
 def test_scale_within_max_size(fake, ops):
     root = ops.create(spec(max_size=4))
     scaled = ops.scale(root, 3)

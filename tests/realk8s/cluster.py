@@ -40,7 +40,7 @@ import yaml
 
 from tests.realk8s.api import Api, Credentials
 from tests.realk8s.binaries import KUBERNETES_VERSION
-from tests.realk8s.kubelet.network import GATEWAY, create_bridge, delete_everything
+from tests.realk8s.kubelet.network import GATEWAY, NETNS_PREFIX, create_bridge, delete_everything
 from tests.realk8s.pki import CA, KeyPair
 from tests.realk8s.processes import Process, kill_recorded
 
@@ -94,6 +94,7 @@ class NodeSpec:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
     capacity: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -238,9 +239,13 @@ class LocalCluster:
             [self.processes["kube-apiserver"], self.processes["etcd"]],
         )
 
-    def restart_apiserver(self) -> None:
-        """Stop the API server and start it again (a fault for the tests)."""
-        self.processes["kube-apiserver"].stop()
+    def restart_apiserver(self, *, crash: bool = False) -> None:
+        """Stop the API server (SIGTERM, or SIGKILL with ``crash``: no graceful
+        end for the streams it serves) and start it again: a fault for tests."""
+        if crash:
+            self.processes["kube-apiserver"].kill()
+        else:
+            self.processes["kube-apiserver"].stop()
         self.start_apiserver()
 
     def _controller_manager(self) -> None:
@@ -347,6 +352,7 @@ class LocalCluster:
             "cluster_domain": CLUSTER_DOMAIN,
             "flux_prefix": str(self.flux_prefix) if self.flux_prefix else None,
             "capacity": spec.capacity,
+            "taints": spec.taints,
             "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
             "kubernetes_version": KUBERNETES_VERSION,
         }
@@ -432,6 +438,16 @@ class LocalCluster:
             everything,
         )
         api.close()
+
+    def stop_kubelet(self, node: str) -> None:
+        """Kill a node's kubelet (a fault): its pods run on, unseen; its
+        HTTPS server (logs, exec) goes with it."""
+        self.processes[f"kubelet-{node}"].kill()
+
+    def remove_pods_of(self, node: str) -> None:
+        """End what a stopped kubelet's pods left running (their namespaces)."""
+        index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
+        delete_everything(f"{NETNS_PREFIX}{index}-")
 
     @staticmethod
     def ready_nodes(api: Api) -> set[str]:

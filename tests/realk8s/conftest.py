@@ -28,11 +28,18 @@ from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
+FAULT = "fluxhop.test/fault"
 NODES = [
     NodeSpec(
         "node-a", labels={"topology.kubernetes.io/zone": "zone-a"}, capacity={"nvidia.com/gpu": "2"}
     ),
     NodeSpec("node-b", labels={"topology.kubernetes.io/zone": "zone-b"}),
+    # the node the fault tests stop: only pods that tolerate its taint land there
+    NodeSpec(
+        "node-c",
+        labels={"topology.kubernetes.io/zone": "zone-c", FAULT: "yes"},
+        taints=[{"key": FAULT, "value": "yes", "effect": "NoSchedule"}],
+    ),
 ]
 
 

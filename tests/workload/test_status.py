@@ -8,6 +8,7 @@ import pytest
 
 from fluxhop.render.targets import Target
 from fluxhop.workload import Root, status_of
+from fluxhop.workload.status import Progress, disruption
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -35,6 +36,17 @@ def evicted(index: int) -> dict:
     return gone
 
 
+def lost(index: int) -> dict:
+    """A pod the taint manager evicts from a node that stopped answering: it
+    stays Terminating (Running, deleted) while the node's kubelet is gone."""
+    stuck = pod(index, "Running")
+    stuck["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:00Z"
+    stuck["spec"] = {"nodeName": "node-c"}
+    stuck["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                      "reason": "DeletionByTaintManager"}]  # fmt: skip
+    return stuck
+
+
 def job(condition: str | None = None) -> dict:
     conditions = [{"type": condition, "status": "True"}] if condition else []
     return {"status": {"conditions": conditions}}
@@ -53,6 +65,8 @@ def job(condition: str | None = None) -> dict:
         (job("Suspended"), [], "Suspended", None),
         (job(), [evicted(0), pod(0, "Pending"), pod(1, "Running")], "Pending", None),
         (job(), [evicted(0), pod(0, "Succeeded", 0), pod(1, "Running")], "Succeeded", 0),
+        (job(), [lost(0), lost(1)], "Disrupted", None),
+        (job(), [lost(0), pod(1, "Running")], "Disrupted", None),
     ],
 )
 def test_state_follows_conditions_and_rank_0(workload, pods, state, code):
@@ -74,3 +88,28 @@ def test_a_root_refuses_an_unknown_target():
         ValueError, match="target 'deployment' is not one of job, jobset, minicluster"
     ):
         root(target="deployment")
+
+
+def test_a_pod_being_deleted_is_terminating_not_running():
+    status = status_of(root(), job(), [lost(0), pod(1, "Running")], NOW)
+    assert status.pods == {"Terminating": 1, "Running": 1}
+    progress = Progress(2, {"a": lost(0), "b": pod(1, "Running")})
+    assert progress.summary() == "1/2 pods scheduled, 1 running, 1 stopping"  # pod() has no node
+
+
+@pytest.mark.parametrize(
+    ("reason", "says"),
+    [
+        ("DeletionByTaintManager", "its node node-c stopped answering"),
+        ("EvictionByEvictionAPI", "evicted (a node drain, or kubectl evict)"),
+        ("PreemptionByScheduler", "preempted it for a pod of higher priority"),
+        ("DeletionByPodGC", "its node is gone"),
+        ("TerminationByKubelet", "node pressure or shutdown"),
+    ],
+)
+def test_why_a_pod_was_disrupted(reason, says):
+    gone = lost(0)
+    gone["status"]["conditions"][0]["reason"] = reason
+    assert says in disruption(gone)
+    if reason == "DeletionByTaintManager":
+        assert "kubectl delete node node-c" in disruption(gone)

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 from fluxhop.cli.progress import ProgressDisplay
+from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import interrupt_status
 from fluxhop.workload import Root
@@ -44,15 +45,15 @@ def run_root(
             while True:
                 display.stop()
                 name = lead["metadata"]["name"]
-                for line in ops.kube.log(name, root.container, follow=True):
+                for line in follow_log(ops.kube, name, root.container):
                     sys.stdout.write(line)
                     sys.stdout.flush()
                 code = ops.wait_lead_end(root, name)
                 if code is not None:
                     return code
                 display.note(
-                    f"rank 0's pod {name} ended before the job did (evicted, preempted, or "
-                    "taken back by its queue); the job runs again in the pod that replaces it"
+                    f"rank 0's pod {name} ended before the job did: {ops.interruption(name)}; "
+                    "the job runs again in the pod that replaces it"
                 )
                 lead = ops.wait_lead_started(
                     root, timeout=timeout, on_progress=display.update, other_than=name

@@ -36,6 +36,8 @@ __all__ = ["FIELD_MANAGER", "Kube"]
 
 FIELD_MANAGER = "fluxhop"
 RETRYABLE = {429, 500, 502, 503, 504}
+# The longest wait between tries of an API server that cannot be reached.
+MAX_UNREACHABLE_DELAY = 2.0
 # kubectl's --request-timeout: how long one call may take, retries included.
 # (An unresponsive server took six 10 s tries, 67 s, before this bound.)
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -204,9 +206,20 @@ class Kube:
             return ClusterError(f"the API server rejected {target}: {message}")
         return ClusterError(f"{verb} {target} {where} failed: {code} {reason}: {message}".strip())
 
-    def _retry(self, attempt: int, started: float, delay: float) -> bool:
-        """Sleep before another try, if one is left within the request timeout."""
-        if attempt >= self.retries or self.clock() - started + delay > self.request_timeout:
+    def _retry(
+        self, attempt: int, spent: float, delay: float, *, unreachable: bool = False
+    ) -> bool:
+        """Sleep before another try, if one is left within the request timeout
+        (``spent``: the time this call has taken, its sleeps included).
+
+        An API server that cannot be reached (refused or dropped connections)
+        is tried again for the whole request timeout, a restarting one takes
+        seconds to come back; one that answers with an error, ``retries`` times."""
+        if unreachable:
+            delay = min(delay, MAX_UNREACHABLE_DELAY)
+        elif attempt >= self.retries:
+            return False
+        if spent + delay > self.request_timeout:
             return False
         self.sleep(delay)
         return True
@@ -214,14 +227,20 @@ class Kube:
     def _call(self, verb: str, what: Kind, name: str | None, request: Callable[[], T]) -> T:
         attempt = 0
         started = self.clock()
+        slept = 0.0
+
+        def spent() -> float:
+            return max(self.clock() - started, slept)
+
         while True:
             try:
                 return request()
             except (ApiError, httpx2.HTTPStatusError) as err:
                 code = _status(err)[0]
-                delay = _retry_after(err) or self.backoff * 2**attempt
-                if code in RETRYABLE and self._retry(attempt, started, delay):
+                delay = _retry_after(err) or self.backoff * 2 ** min(attempt, 16)
+                if code in RETRYABLE and self._retry(attempt, spent(), delay):
                     attempt += 1
+                    slept += delay
                     continue
                 raise self._translate(err, verb, what, name) from None
             except httpx2.TimeoutException:
@@ -231,8 +250,10 @@ class Kube:
                     f"{self.request_timeout:g}s (raise it with --request-timeout)"
                 ) from None
             except httpx2.TransportError as err:
-                if self._retry(attempt, started, self.backoff * 2**attempt):
+                delay = min(self.backoff * 2 ** min(attempt, 16), MAX_UNREACHABLE_DELAY)
+                if self._retry(attempt, spent(), delay, unreachable=True):
                     attempt += 1
+                    slept += delay
                     continue
                 raise Unreachable(
                     f"cannot reach the Kubernetes API at {self.server}: {err}"
@@ -370,15 +391,22 @@ class Kube:
         """Events of ``kind_name``; resumes after drops (lightkube re-watches from
         the last resourceVersion) and starts over after ``410 Gone``."""
         what = kind(kind_name)
+        failing_since = [self.clock()]
 
         def on_error(err: Exception, count: int) -> OnErrorResult:
             code = _status(err)[0]
-            if (
-                code != 410
-                and (code in RETRYABLE or isinstance(err, httpx2.TransportError))
-                and count <= self.retries
+            delay = self.backoff * 2 ** min(count - 1, 16)
+            if count == 1:
+                failing_since[0] = self.clock()
+            if isinstance(err, httpx2.TransportError) and not isinstance(
+                err, httpx2.TimeoutException
             ):
-                return OnErrorResult(OnErrorAction.RETRY, self.backoff * 2 ** (count - 1))
+                # unreachable (a restarting API server): for the whole request timeout
+                delay = min(delay, MAX_UNREACHABLE_DELAY)
+                if self.clock() - failing_since[0] + delay <= self.request_timeout:
+                    return OnErrorResult(OnErrorAction.RETRY, delay)
+            elif code != 410 and code in RETRYABLE and count <= self.retries:
+                return OnErrorResult(OnErrorAction.RETRY, delay)
             return OnErrorResult(OnErrorAction.RAISE)
 
         version = resource_version
@@ -406,14 +434,27 @@ class Kube:
                     f"lost the watch on {what.title} at {self.server}: {err}"
                 ) from None
 
-    def log(self, pod: str, container: str, *, follow: bool = False) -> Iterator[str]:
+    def log(
+        self,
+        pod: str,
+        container: str,
+        *,
+        follow: bool = False,
+        timestamps: bool = False,
+        since_seconds: int | None = None,
+    ) -> Iterator[str]:
         what = kind("Pod")
         lines = self._call(
             "get",
             what,
             pod,
             lambda: self.client.log(
-                pod, namespace=self.namespace, container=container, follow=follow
+                pod,
+                namespace=self.namespace,
+                container=container,
+                follow=follow,
+                timestamps=timestamps,
+                since=since_seconds,
             ),
         )
         try:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
     AlreadyExists,
@@ -213,7 +214,9 @@ class MiniClusters(Waiting):
         lead = self.lead_pod(root)
         if lead is None:
             raise NotFound(f"MiniCluster {root.name} has no rank 0 pod yet")
-        return self.kube.log(lead["metadata"]["name"], root.container, follow=follow)
+        if follow:  # across an API server restart, as run does
+            return follow_log(self.kube, lead["metadata"]["name"], root.container)
+        return self.kube.log(lead["metadata"]["name"], root.container)
 
     # --- scale / delete -----------------------------------------------------------
 

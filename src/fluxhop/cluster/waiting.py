@@ -26,6 +26,7 @@ from fluxhop.workload.status import (
     completion_index,
     conditions,
     disrupted,
+    disruption,
     exit_code,
     started,
 )
@@ -287,6 +288,16 @@ class Waiting:
             if now is not None and Root(root.target, now).suspended:
                 return None
         return exit_code(pod, root.container)
+
+    def interruption(self, name: str) -> str:
+        """Why rank 0's pod ``name`` ended without ending the job (after
+        ``wait_lead_end`` said so), in words."""
+        pod = self.kube.get("Pod", name)
+        if pod is None:
+            return "it is gone"
+        if disrupted(pod):
+            return disruption(pod)
+        return "its queue took the MiniCluster back; it runs again once admitted"
 
     def _ended_without_lead(self, root: Root) -> int | None:
         """Rank 0's pod is gone: the job goes on in the pod that replaces it,

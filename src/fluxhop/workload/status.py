@@ -18,9 +18,11 @@ __all__ = [
     "completion_index",
     "conditions",
     "disrupted",
+    "disruption",
     "exit_code",
     "started",
     "status_of",
+    "stopping",
 ]
 
 
@@ -44,7 +46,15 @@ class Progress:
 
     @property
     def running(self) -> int:
-        return self.count("Running")
+        return sum(
+            1
+            for pod in self.pods.values()
+            if pod.get("status", {}).get("phase") == "Running" and not stopping(pod)
+        )
+
+    @property
+    def stopping(self) -> int:
+        return sum(1 for pod in self.pods.values() if stopping(pod))
 
     @property
     def finished(self) -> int:
@@ -53,8 +63,10 @@ class Progress:
     def summary(self) -> str:
         if self.admission is not None:
             return self.admission
-        return f"{self.scheduled}/{self.size} pods scheduled, {self.running} running" + (
-            f", {self.finished} finished" if self.finished else ""
+        return (
+            f"{self.scheduled}/{self.size} pods scheduled, {self.running} running"
+            + (f", {self.stopping} stopping" if self.stopping else "")
+            + (f", {self.finished} finished" if self.finished else "")
         )
 
 
@@ -109,6 +121,48 @@ def disrupted(pod: dict[str, Any]) -> bool:
     )
 
 
+def stopping(pod: dict[str, Any]) -> bool:
+    """Deleted, and not yet ended: kubectl's Terminating."""
+    phase = pod.get("status", {}).get("phase")
+    return bool(pod.get("metadata", {}).get("deletionTimestamp")) and phase not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+# What ended a pod, by the reason of its DisruptionTarget condition (the
+# reasons Kubernetes sets: pkg/apis/core/types.go, DisruptionTarget).
+_DISRUPTIONS = {
+    "EvictionByEvictionAPI": "it was evicted (a node drain, or kubectl evict)",
+    "PreemptionByScheduler": "the scheduler preempted it for a pod of higher priority",
+    "DeletionByPodGC": "the pod garbage collector deleted it (its node is gone)",
+    "TerminationByKubelet": "its node's kubelet stopped it (node pressure or shutdown)",
+}
+
+
+def disruption(pod: dict[str, Any]) -> str:
+    """Why a disrupted pod ended, in words; for a node that stopped answering,
+    what brings the replacement: the Job replaces a pod only once it is gone,
+    and the pods of a node whose kubelet is gone stay Terminating until the
+    node is back or deleted."""
+    found = next(
+        (
+            c
+            for c in pod.get("status", {}).get("conditions") or []
+            if c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        ),
+        {},
+    )
+    reason = found.get("reason", "")
+    if reason == "DeletionByTaintManager":
+        node = pod.get("spec", {}).get("nodeName") or "its node"
+        return (
+            f"its node {node} stopped answering and its pods are evicted; the Job replaces "
+            f"them once they are gone: when the node is back, or deleted (kubectl delete node {node})"
+        )
+    return _DISRUPTIONS.get(reason) or str(found.get("message") or "it was disrupted")
+
+
 def started(pod: dict[str, Any], container: str) -> bool:
     if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
         return True
@@ -153,7 +207,7 @@ def status_of(
     how the job ended (``workload``), and its pods."""
     phases: dict[str, int] = {}
     for pod in pods:
-        phase = pod.get("status", {}).get("phase", "Unknown")
+        phase = "Terminating" if stopping(pod) else pod.get("status", {}).get("phase", "Unknown")
         phases[phase] = phases.get(phase, 0) + 1
     done = conditions(workload)
     # a disrupted rank 0 ends nothing: the Job replaces it (podFailurePolicy)
@@ -169,6 +223,8 @@ def status_of(
         state = "Suspended"
     elif phases.get("Running", 0) >= root.size > 0:
         state = "Running"
+    elif any(disrupted(p) and stopping(p) for p in pods):
+        state = "Disrupted"  # pods evicted or preempted, not yet gone: the Job then replaces them
     else:
         state = "Pending"
     created = root.created

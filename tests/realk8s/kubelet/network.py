@@ -64,19 +64,23 @@ def create_bridge() -> None:
     )
 
 
-def delete_everything() -> list[str]:
-    """Remove every pod namespace, veth and the bridge; returns what it found
-    (the fixture calls it first, for what a killed run left, and last)."""
+def delete_everything(prefix: str = NETNS_PREFIX) -> list[str]:
+    """Remove every pod namespace (whose name starts with ``prefix``) with
+    whatever still runs in it, and with the default prefix the veths and the
+    bridge too; returns what it found (the fixture calls it first, for what a
+    killed run left, and last)."""
     found = []
     for line in _ip("netns", "list", check=False).splitlines():
         name = line.split()[0] if line.strip() else ""
-        if name.startswith(NETNS_PREFIX):
+        if name.startswith(prefix):
             found.append(f"netns {name}")
             for pid in _ip("netns", "pids", name, check=False).split():
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid), 9)
             _ip("netns", "del", name, check=False)
             shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
+    if prefix != NETNS_PREFIX:
+        return found  # one node's pods: their veths went with their namespaces
     links = re.findall(
         rf"^\d+: ({VETH_PREFIX}\w+|{BRIDGE})[@:]", _ip("-o", "link", check=False), re.M
     )

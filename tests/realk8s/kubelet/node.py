@@ -57,6 +57,7 @@ class NodeConfig:
     flux_prefix: Path | None = None
     capacity: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
     lease_renew: float = 2.0
     kubernetes_version: str = "v1.36.3"
 
@@ -100,6 +101,7 @@ class Kubelet:
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": self.node, "labels": labels},
+            "spec": {"taints": self.config.taints},  # as kubelet --register-with-taints
         }
         try:
             self.api.create("/api/v1/nodes", body)

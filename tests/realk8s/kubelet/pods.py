@@ -22,8 +22,11 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import httpx2 as httpx
 
 from tests.realk8s.api import ApiError
 from tests.realk8s.kubelet import volumes as vol
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["PodWorker", "host_pid"]
 
 RETRY = 1.0  # seconds between set-up attempts of a pod that cannot start yet
+STATUS_ATTEMPTS = 90  # about 3 minutes of an API server that does not answer
 SANDBOX = Path(__file__).with_name("sandbox.py")  # run as a script: the standard library only
 
 
@@ -388,26 +392,41 @@ class PodWorker(threading.Thread):
         self.kubelet.forget(self.uid)
 
     def patch_status(self, final: bool = False) -> None:
-        with self.lock:
-            containers = list(self.containers.values())
-            status = pod_status(
-                self.pod,
-                containers,
-                pod_ip=self.ip,
-                host_ip=self.kubelet.host_ip,
-                start_time=self.start_time,
-                sandbox_ready=self.sandbox is not None and not final,
-            )
-            if final and status["phase"] not in ("Succeeded", "Failed"):
-                status["phase"] = (
-                    "Failed"  # a pod that ends while Pending/Running: the kubelet's terminal phase
+        """Send the status as it is now; while the API server cannot be reached
+        (restarting), try again, as the kubelet's status manager does."""
+        delay = 0.2
+        for _ in range(STATUS_ATTEMPTS):
+            with self.lock:
+                status = pod_status(
+                    self.pod,
+                    list(self.containers.values()),
+                    pod_ip=self.ip,
+                    host_ip=self.kubelet.host_ip,
+                    start_time=self.start_time,
+                    sandbox_ready=self.sandbox is not None and not final,
                 )
-            try:
-                updated = self.kubelet.api.patch(self.path + "/status", {"status": status})
-                self.pod = updated
-            except ApiError as error:
-                if error.status != 404:
-                    print(f"kubelet: status of {self.name}: {error}", file=sys.stderr, flush=True)
+                if final and status["phase"] not in ("Succeeded", "Failed"):
+                    status["phase"] = "Failed"  # a pod that ends before it ran: terminal anyway
+                try:
+                    self.pod = self.kubelet.api.patch(self.path + "/status", {"status": status})
+                    return
+                except ApiError as error:
+                    if error.status == 404:
+                        return  # the pod is gone
+                    if error.status < 500 and error.status != 429:
+                        print(
+                            f"kubelet: status of {self.name}: {error}", file=sys.stderr, flush=True
+                        )
+                        return
+                except httpx.TransportError:
+                    pass
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        print(
+            f"kubelet: status of {self.name}: the API server did not answer",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _child_of(pid: int) -> int | None:

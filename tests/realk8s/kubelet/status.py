@@ -121,8 +121,8 @@ def _condition(
         "lastProbeTime": None,
         "lastTransitionTime": now() if changed else old["lastTransitionTime"],
     }
-    if reason and not true:
-        condition["reason"] = reason
+    # null removes a reason left from before: the status is a strategic merge patch
+    condition["reason"] = reason if reason and not true else None
     return condition
 
 

@@ -1,0 +1,78 @@
+"""A container's log, followed to its end across broken streams.
+
+A followed log goes through the API server, which proxies the kubelet: when
+the API server restarts, the stream breaks although the container runs on.
+Following again from the start would print everything twice, and from
+"now" would lose what came in between. So the lines are asked for with the
+kubelet's timestamps (stripped before they are passed on); after a break
+the log is asked for again from a little before the last line passed on
+(``sinceSeconds``, the only form lightkube sends), and the lines up to that
+one are skipped. A stream that ends while the container still runs is
+followed again too; one whose kubelet cannot be reached any more ends here
+(the caller then watches the pod for how it ended).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fluxhop.cluster.api import Kube
+from fluxhop.errors import FluxhopError, Unreachable
+
+__all__ = ["follow_log", "stamp_key"]
+
+# Seconds of log asked for again before the last line passed on: the
+# kubelet's clock and this machine's may differ a little.
+SLACK = 5
+# How many broken streams in a row are followed again; each retry first waits
+# (within the request timeout) for the API server to answer again.
+MAX_BREAKS = 10
+
+
+def stamp_key(stamp: str) -> tuple[str, str]:
+    """An RFC 3339 timestamp as a sortable key: Go drops trailing zeros of the
+    fraction (RFC3339Nano), so the text alone does not sort."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    return whole, fraction.ljust(9, "0")
+
+
+def _running(pod: dict[str, Any] | None, container: str) -> bool:
+    for status in (pod or {}).get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            return "running" in (status.get("state") or {})
+    return False
+
+
+def follow_log(
+    kube: Kube, pod: str, container: str, *, clock: Callable[[], float] = time.monotonic
+) -> Iterator[str]:
+    """The lines of ``container``'s log as they come, until it ends."""
+    last: tuple[str, str] | None = None
+    last_at = 0.0
+    breaks = 0
+    while True:
+        since = None if last is None else int(clock() - last_at) + SLACK
+        try:
+            for line in kube.log(pod, container, follow=True, timestamps=True, since_seconds=since):
+                stamp, _, text = line.partition(" ")
+                key = stamp_key(stamp)
+                if last is not None and key <= last:
+                    continue  # passed on before the stream broke
+                last, last_at, breaks = key, clock(), 0
+                yield text
+        except Unreachable:
+            breaks += 1
+            if breaks > MAX_BREAKS:
+                raise
+            continue
+        except FluxhopError:
+            if breaks == 0:
+                raise
+            return  # the API server is back but not the kubelet (its node is gone)
+        if not _running(kube.get("Pod", pod), container):
+            return
+        breaks += 1  # ended early (an API server that shut down): follow again
+        if breaks > MAX_BREAKS:
+            return

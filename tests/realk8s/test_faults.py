@@ -1,0 +1,111 @@
+"""Faults on the real cluster, with real Flux: the API server crashes and
+comes back while ``fluxhop run`` waits (run still streams every line once
+and exits with the job's code), and a node's kubelet stops with rank 0 on it
+(what ``run`` and ``list`` say; docs/operations.md tells the same)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.conftest import FAULT
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
+
+
+def start_run(cluster: LocalCluster, namespace: str, *args: str) -> subprocess.Popen[str]:
+    argv = [
+        str(FLUXHOP),
+        "run",
+        "--namespace",
+        namespace,
+        "--flux-in-image",
+        "--image",
+        "host",
+        *args,
+    ]
+    return subprocess.Popen(argv, env=command_env(cluster), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def lead_log(admin: Api, namespace: str, name: str) -> str:
+    pods = admin.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")[
+        "items"
+    ]
+    lead = [
+        p
+        for p in pods
+        if p["metadata"]["labels"].get("batch.kubernetes.io/job-completion-index") == "0"
+    ]
+    if not lead or lead[0]["status"].get("phase") != "Running":
+        return ""
+    return admin.text(f"/api/v1/namespaces/{namespace}/pods/{lead[0]['metadata']['name']}/log")
+
+
+def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, namespace: str):
+    mark = Path("/run") / f"fluxhop-test-{uuid.uuid4().hex[:8]}"  # the host is every pod's image
+    script = f"echo before; while [ ! -e {mark} ]; do sleep 0.1; done; echo after; exit 4"
+    run = start_run(cluster, namespace, "-N", "2", "--name", "crash", "--", "sh", "-c", script)
+    try:
+        eventually(
+            "rank 0's first line", lambda: "before" in lead_log(admin, namespace, "crash"), 120
+        )
+        cluster.restart_apiserver(crash=True)
+        mark.touch()
+        stdout, stderr = run.communicate(timeout=180)
+    finally:
+        mark.unlink(missing_ok=True)
+        if run.poll() is None:
+            run.kill()
+    lines = [line for line in stdout.splitlines() if not QUIET.match(line)]
+    assert run.returncode == 4, stderr
+    assert lines == ["before", "before", "after", "after"], stdout  # each rank's line, once
+
+
+def test_a_node_that_stops_answering(cluster: LocalCluster, admin: Api, namespace: str):
+    """node-c's kubelet dies with both brokers on it. The node lifecycle
+    controller marks the node NotReady, the taint manager evicts its pods,
+    but they stay Terminating - no kubelet confirms their end - so the Job
+    cannot replace them: run says so, list says Disrupted, and a deleted
+    Node (the pod garbage collector then removes its pods) ends it."""
+    placement = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
+    run = start_run(
+        cluster, namespace, "-N", "2", "--name", "lost", *placement, "--", "sleep", "600"
+    )
+    try:
+        eventually("both pods on node-c running", lambda: all(
+            p["status"].get("phase") == "Running" and p["spec"].get("nodeName") == "node-c"
+            for p in admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        ) and len(admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2, 120)  # fmt: skip
+        cluster.stop_kubelet("node-c")
+        listed = eventually("list says Disrupted", lambda: (
+            out := fluxhop(cluster, "list", "--namespace", namespace).stdout) and "Disrupted" in out and out,
+            120)  # fmt: skip
+        assert re.search(r"^lost\s+job\s+2\s+Disrupted\s", listed, re.M), listed
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=120)
+        assert "rank 0's pod lost-0-" in stderr and "its node node-c stopped answering" in stderr, (
+            stderr
+        )
+        assert "kubectl delete node node-c" in stderr
+        assert run.returncode == 130, stderr
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+        admin.delete("/api/v1/nodes/node-c")  # as the message advises
+        eventually(
+            "the pods collected",
+            lambda: not admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"],
+            120,
+        )
+        cluster.remove_pods_of("node-c")
