@@ -13,8 +13,8 @@ modules; every control-plane port is on 127.0.0.1.
 Differences from a production cluster, on purpose and small: no kube-proxy
 (ClusterIPs route nowhere; pods reach the cluster DNS on the bridge's own
 address, which their resolv.conf names), short node-failure timings so that a
-lost node is noticed in seconds (``NODE_GRACE``), and the host filesystem in
-place of images (see the kubelet's docstrings).
+lost node is noticed in seconds (tests/realk8s/components.py), and the host
+filesystem in place of images (see the kubelet's docstrings).
 
 ``stop`` leaves no process, network namespace, mount or directory behind;
 ``start`` first removes whatever a killed run left, and holds a lock so that
@@ -40,49 +40,24 @@ import yaml
 
 from tests.realk8s.api import Api, Credentials
 from tests.realk8s.binaries import KUBERNETES_VERSION
+from tests.realk8s.cleanup import RUN_DIR, leftovers, sweep
+from tests.realk8s.components import (
+    CLUSTER_DOMAIN,
+    apiserver_flags,
+    controller_manager_flags,
+    coredns_rbac,
+    corefile,
+    etcd_flags,
+    scheduler_flags,
+)
 from tests.realk8s.kubelet.network import GATEWAY, NETNS_PREFIX, create_bridge, delete_everything
 from tests.realk8s.pki import CA, KeyPair
-from tests.realk8s.processes import Process, kill_recorded
+from tests.realk8s.processes import Process
 
 __all__ = ["ClusterError", "LocalCluster", "NodeSpec"]
 
-RUN_DIR = Path("/run/fluxhop-realk8s")
 LOCK = Path("/run/fluxhop-realk8s.lock")
 REPO = Path(__file__).resolve().parents[2]
-SERVICE_RANGE = "10.96.0.0/16"
-CLUSTER_DOMAIN = "cluster.local"
-NODE_GRACE = 10  # seconds without a Lease renewal before a node is NotReady (40 s by default)
-EVICTION_TOLERATION = 10  # seconds a pod stays on a NotReady node (300 s by default)
-CONTROLLERS = (
-    "job-controller",
-    "garbage-collector-controller",
-    "endpointslice-controller",
-    "endpoints-controller",
-    "serviceaccount-controller",
-    "namespace-controller",
-    "root-ca-certificate-publisher-controller",
-    "clusterrole-aggregation-controller",
-    "ttl-after-finished-controller",
-    "pod-garbage-collector-controller",
-    "node-lifecycle-controller",
-    "taint-eviction-controller",
-    "disruption-controller",
-    "replicaset-controller",
-    "deployment-controller",
-)
-# CoreDNS reads Services, EndpointSlices, pods and namespaces (its upstream ClusterRole).
-COREDNS_RULES = [
-    {
-        "apiGroups": [""],
-        "resources": ["endpoints", "services", "pods", "namespaces"],
-        "verbs": ["list", "watch"],
-    },
-    {
-        "apiGroups": ["discovery.k8s.io"],
-        "resources": ["endpointslices"],
-        "verbs": ["list", "watch"],
-    },
-]
 
 
 class ClusterError(Exception):
@@ -190,48 +165,14 @@ class LocalCluster:
     def _etcd(self) -> None:
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
-        self._k8s(
-            "etcd",
-            f"--data-dir={self.workdir / 'etcd'}",
-            "--name=default",
-            f"--listen-client-urls={self.etcd_url}",
-            f"--advertise-client-urls={self.etcd_url}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-cluster=default=http://127.0.0.1:{peer}",
-            "--unsafe-no-fsync",
-            "--log-level=warn",
-        )
-
-    def apiserver_flags(self) -> list[str]:
-        d = self.workdir / "pki"
-        return [
-            f"--etcd-servers={self.etcd_url}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self.api_port}",
-            "--advertise-address=127.0.0.1",
-            "--endpoint-reconciler-type=none",
-            f"--service-cluster-ip-range={SERVICE_RANGE}",
-            "--allow-privileged=true",
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            f"--client-ca-file={self.ca.cert}",
-            f"--tls-cert-file={self.serving.cert}",
-            f"--tls-private-key-file={self.serving.key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={d / 'sa.pub'}",
-            f"--service-account-signing-key-file={d / 'sa.key'}",
-            f"--kubelet-client-certificate={d / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={d / 'apiserver-kubelet-client.key'}",
-            f"--kubelet-certificate-authority={self.ca.cert}",
-            "--kubelet-preferred-address-types=InternalIP",
-            f"--default-not-ready-toleration-seconds={EVICTION_TOLERATION}",
-            f"--default-unreachable-toleration-seconds={EVICTION_TOLERATION}",
-            "--profiling=false",
-        ]
+        peer_url = f"http://127.0.0.1:{peer}"
+        self._k8s("etcd", *etcd_flags(self.workdir / "etcd", self.etcd_url, peer_url))
 
     def start_apiserver(self) -> None:
-        self._k8s("kube-apiserver", *self.apiserver_flags())
+        flags = apiserver_flags(
+            self.etcd_url, self.api_port, self.workdir / "pki", self.ca.cert, self.serving
+        )
+        self._k8s("kube-apiserver", *flags)
         _wait(
             "the API server's /readyz",
             lambda: _healthy(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
@@ -252,77 +193,30 @@ class LocalCluster:
         port = free_port()
         pair = self.ca.issue("kube-controller-manager", "system:kube-controller-manager")
         config = self.kubeconfig("kube-controller-manager", pair=pair)
+        sa_key = self.workdir / "pki" / "sa.key"
         self._k8s(
-            "kube-controller-manager",
-            f"--kubeconfig={config}",
-            f"--authentication-kubeconfig={config}",
-            f"--authorization-kubeconfig={config}",
-            "--use-service-account-credentials=true",
-            f"--root-ca-file={self.ca.cert}",
-            f"--service-account-private-key-file={self.workdir / 'pki' / 'sa.key'}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--controllers={','.join(CONTROLLERS)}",
-            f"--node-monitor-grace-period={NODE_GRACE}s",
-            "--node-monitor-period=1s",
-            "--concurrent-job-syncs=5",
+            "kube-controller-manager", *controller_manager_flags(config, self.ca.cert, sa_key, port)
         )
         self.health["kube-controller-manager"] = f"https://127.0.0.1:{port}/healthz"
 
     def _scheduler(self) -> None:
         port = free_port()
         pair = self.ca.issue("kube-scheduler", "system:kube-scheduler")
-        config = self.kubeconfig("kube-scheduler", pair=pair)
         self._k8s(
-            "kube-scheduler",
-            f"--kubeconfig={config}",
-            f"--authentication-kubeconfig={config}",
-            f"--authorization-kubeconfig={config}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
+            "kube-scheduler", *scheduler_flags(self.kubeconfig("kube-scheduler", pair=pair), port)
         )
         self.health["kube-scheduler"] = f"https://127.0.0.1:{port}/healthz"
 
     def _coredns(self) -> None:
         pair = self.ca.issue("coredns", "system:coredns")
-        config = self.kubeconfig("coredns", pair=pair)
         with self.admin() as api:
-            api.create(
-                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-                {"metadata": {"name": "system:coredns"}, "rules": COREDNS_RULES},
-            )
-            api.create(
-                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                {
-                    "metadata": {"name": "system:coredns"},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": "system:coredns",
-                    },
-                    "subjects": [
-                        {
-                            "apiGroup": "rbac.authorization.k8s.io",
-                            "kind": "User",
-                            "name": "system:coredns",
-                        }
-                    ],
-                },
-            )
+            for path, obj in coredns_rbac("system:coredns"):
+                api.create(path, obj)
         ready = free_port()
-        corefile = self.workdir / "Corefile"
-        corefile.write_text(
-            f"{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{\n"
-            f"    bind {GATEWAY}\n    errors\n    ready 127.0.0.1:{ready}\n"
-            f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{\n"
-            f"        kubeconfig {config}\n        pods insecure\n"
-            "        fallthrough in-addr.arpa ip6.arpa\n    }\n}\n"
-            f".:53 {{\n    bind {GATEWAY}\n    errors\n}}\n"
-        )
+        config = self.workdir / "Corefile"
+        config.write_text(corefile(self.kubeconfig("coredns", pair=pair), ready))
         process = Process(
-            "coredns", [str(self.bin / "coredns"), "-conf", str(corefile)], self.workdir
+            "coredns", [str(self.bin / "coredns"), "-conf", str(config)], self.workdir
         )
         self.processes["coredns"] = process.start()
         self.health["coredns"] = f"http://127.0.0.1:{ready}/ready"
@@ -478,14 +372,13 @@ class LocalCluster:
             self.lock_file.close()
             self.lock_file = None
 
+    def leftovers(self) -> list[str]:
+        """What of a test cluster is still on this machine (empty after ``stop``)."""
+        return leftovers(self.workdir, self.bin)
+
     def sweep(self) -> list[str]:
         """Remove what a killed run left (its processes, namespaces, files)."""
-        left = [f"process {pid}" for pid in kill_recorded(self.workdir / "pids")]
-        left += delete_everything()
-        if self.workdir.exists():
-            left.append(f"directory {self.workdir}")
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        return left
+        return sweep(self.workdir)
 
     def token(self, namespace: str, account: str, seconds: int = 3600) -> str:
         body = {

@@ -56,6 +56,8 @@ def missing_cluster() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the teardown tests stop and restart the session's cluster: they go last
+    items.sort(key=lambda item: Path(item.path).name == "test_teardown.py")
     reason = missing_cluster()
     for item in items:
         if Path(item.path).is_relative_to(HERE) and "cluster" in getattr(item, "fixturenames", ()):
@@ -80,6 +82,8 @@ def cluster() -> Iterator[LocalCluster]:
         yield local
     finally:
         local.stop()
+    left = local.leftovers()
+    assert not left, f"the test cluster left behind: {left}"
 
 
 @pytest.fixture(scope="session")

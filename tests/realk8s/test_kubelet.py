@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+import time
+from pathlib import Path
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
@@ -84,9 +86,10 @@ def test_restart_on_failure_counts_and_keeps_the_previous_log(
 
 
 def test_deletion_sends_sigterm_then_ends_the_pod(
-    cluster: LocalCluster, admin: Api, namespace: str
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path
 ):
-    script = "trap 'echo got TERM; exit 0' TERM; echo up; while :; do sleep 0.1; done"
+    told = Path("/run") / f"fluxhop-term-{namespace}"  # the host is the image: a file it can see
+    script = f"trap 'echo TERM > {told}; exit 0' TERM; echo up; while :; do sleep 0.1; done"
     admin.create(
         pods(namespace), pod_manifest("d", ["sh", "-c", script], terminationGracePeriodSeconds=30)
     )
@@ -94,11 +97,18 @@ def test_deletion_sends_sigterm_then_ends_the_pod(
     eventually(
         "the trap set", lambda: "up" in kubectl(cluster, "logs", "-n", namespace, "d").stdout
     )
-    log = cluster.workdir / "nodes"
-    admin.delete(f"{pods(namespace)}/d")
-    eventually("the pod gone", lambda: admin.find(f"{pods(namespace)}/d") is None, timeout=30)
-    found = [p for p in log.glob(f"*/pods/{namespace}_d/c/0.log")]
-    assert not found  # the kubelet removes a deleted pod's files
+    try:
+        started = time.monotonic()
+        admin.delete(f"{pods(namespace)}/d")
+        eventually("the pod gone", lambda: admin.find(f"{pods(namespace)}/d") is None, timeout=30)
+        assert told.read_text() == "TERM\n"
+        assert time.monotonic() - started < 25  # it ended on SIGTERM, not at the grace period's end
+    finally:
+        told.unlink(missing_ok=True)
+    files = cluster.workdir / "nodes"
+    eventually(
+        "the kubelet's files of the pod gone", lambda: not list(files.glob(f"*/pods/{namespace}_d"))
+    )
 
 
 def test_volumes_as_the_kubelet_mounts_them(cluster: LocalCluster, admin: Api, namespace: str):

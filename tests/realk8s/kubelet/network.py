@@ -31,6 +31,8 @@ __all__ = [
     "create_bridge",
     "delete_everything",
     "hosts_file",
+    "links",
+    "netns_names",
     "resolv_conf",
 ]
 
@@ -64,14 +66,26 @@ def create_bridge() -> None:
     )
 
 
+def netns_names() -> list[str]:
+    return [
+        line.split()[0] for line in _ip("netns", "list", check=False).splitlines() if line.strip()
+    ]
+
+
+def links() -> list[str]:
+    """The bridge and the pods' veths that exist."""
+    return re.findall(
+        rf"^\d+: ({VETH_PREFIX}\w+|{BRIDGE})[@:]", _ip("-o", "link", check=False), re.M
+    )
+
+
 def delete_everything(prefix: str = NETNS_PREFIX) -> list[str]:
     """Remove every pod namespace (whose name starts with ``prefix``) with
     whatever still runs in it, and with the default prefix the veths and the
     bridge too; returns what it found (the fixture calls it first, for what a
     killed run left, and last)."""
     found = []
-    for line in _ip("netns", "list", check=False).splitlines():
-        name = line.split()[0] if line.strip() else ""
+    for name in netns_names():
         if name.startswith(prefix):
             found.append(f"netns {name}")
             for pid in _ip("netns", "pids", name, check=False).split():
@@ -81,10 +95,7 @@ def delete_everything(prefix: str = NETNS_PREFIX) -> list[str]:
             shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
     if prefix != NETNS_PREFIX:
         return found  # one node's pods: their veths went with their namespaces
-    links = re.findall(
-        rf"^\d+: ({VETH_PREFIX}\w+|{BRIDGE})[@:]", _ip("-o", "link", check=False), re.M
-    )
-    for link in links:
+    for link in links():
         found.append(f"link {link}")
         _ip("link", "del", link, check=False)
     return found

@@ -1,0 +1,57 @@
+"""What a test cluster leaves on the machine, and removing it.
+
+``LocalCluster.stop`` leaves nothing; a test run killed outright (SIGKILL)
+leaves the pods (they outlive their kubelets, as containers do), the pod
+network and the run directory: ``sweep``, which every start runs first,
+removes them. ``leftovers`` lists whatever is there, for the tests to check.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tests.realk8s.kubelet.network import NETNS_PREFIX, delete_everything, links, netns_names
+from tests.realk8s.processes import kill_recorded
+
+__all__ = ["RUN_DIR", "leftovers", "sweep"]
+
+RUN_DIR = Path("/run/fluxhop-realk8s")
+
+
+def _processes(markers: list[str]) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(marker in cmdline for marker in markers):
+            found.append(f"process {entry.name}: {cmdline[:120]}")
+    return found
+
+
+def leftovers(workdir: Path, bin_dir: Path) -> list[str]:
+    """Processes of the cluster's binaries, its kubelets or their pods, pod
+    network namespaces and links, mounts and directories of its own."""
+    markers = [str(bin_dir), "tests.realk8s.kubelet", "realk8s/kubelet/sandbox.py", str(RUN_DIR)]
+    found = _processes(markers)
+    found += [f"netns {name}" for name in netns_names() if name.startswith(NETNS_PREFIX)]
+    found += [f"link {link}" for link in links()]
+    with open("/proc/self/mountinfo") as f:
+        found += [f"mount {line.split()[4]}" for line in f if str(RUN_DIR) in line.split()[4]]
+    directories = [workdir, *Path("/etc/netns").glob(f"{NETNS_PREFIX}*")]
+    return found + [f"directory {d}" for d in directories if d.exists()]
+
+
+def sweep(workdir: Path) -> list[str]:
+    """Remove what a killed run left; returns what it found."""
+    left = [f"process {pid}" for pid in kill_recorded(workdir / "pids")]
+    left += delete_everything()
+    if workdir.exists():
+        left.append(f"directory {workdir}")
+        shutil.rmtree(workdir, ignore_errors=True)
+    return left
