@@ -269,3 +269,32 @@ def test_kubectl_exec_is_denied_without_rbac(cluster: LocalCluster, admin: Api, 
     )
     assert json.loads(kubectl(cluster, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"][
         "username"] == "fluxhop-admin"  # fmt: skip
+
+
+def test_init_containers_run_in_order_before_the_containers(
+    cluster: LocalCluster, admin: Api, namespace: str
+):
+    shared = {"name": "shared", "emptyDir": {}}
+    mount = [{"name": "shared", "mountPath": "/shared"}]
+    manifest = pod_manifest(
+        "ordered", ["cat", "/shared/order"], volumes=[shared],
+        initContainers=[
+            {"name": f"init-{n}", "image": "host", "command": ["sh", "-c", f"echo {n} >> /shared/order"],
+             "volumeMounts": mount} for n in (1, 2)
+        ],
+        container={"volumeMounts": mount},
+    )  # fmt: skip
+    admin.create(pods(namespace), manifest)
+    pod = wait_pod_phase(admin, namespace, "ordered", "Succeeded", "Failed")
+    assert pod["status"]["phase"] == "Succeeded"
+    assert [s["state"]["terminated"]["reason"] for s in pod["status"]["initContainerStatuses"]] == [
+        "Completed",
+        "Completed",
+    ]
+    assert kubectl(cluster, "logs", "-n", namespace, "ordered").stdout == "1\n2\n"
+    failing = pod_manifest("stopped", ["echo", "never"], initContainers=[
+        {"name": "init", "image": "host", "command": ["sh", "-c", "exit 7"]}])  # fmt: skip
+    admin.create(pods(namespace), failing)
+    pod = wait_pod_phase(admin, namespace, "stopped", "Failed")
+    assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 7
+    assert "waiting" in pod["status"]["containerStatuses"][0]["state"]  # never started

@@ -82,9 +82,13 @@ class PodWorker(threading.Thread):
         self.directory = kubelet.root / "pods" / f"{self.namespace}_{self.name}"
         self.lock = threading.RLock()
         self.containers: dict[str, Container] = {}
+        # what a container waits for before it starts, as the kubelet says it
+        first = "PodInitializing" if pod["spec"].get("initContainers") else "ContainerCreating"
         for key, init in (("initContainers", True), ("containers", False)):
             for c in pod["spec"].get(key) or []:
-                self.containers[c["name"]] = Container(c["name"], c.get("image", ""), init=init)
+                self.containers[c["name"]] = Container(
+                    c["name"], c.get("image", ""), init=init, reason=first
+                )
         self.ip = ""
         self.slot: int | None = None
         self.sandbox: subprocess.Popen[bytes] | None = None
@@ -373,9 +377,13 @@ class PodWorker(threading.Thread):
         """The terminal status, and for a deleted pod the confirmation of its deletion."""
         with self.lock:
             for c in self.containers.values():
-                if c.state != "terminated":  # never started, or its end went unreported
-                    c.reason = "ContainerStatusUnknown" if c.state == "running" else "Error"
-                    c.state, c.exit_code, c.finished_at = "terminated", 137, now()
+                if c.state == "running":  # its end went unreported: the kubelet cannot know it
+                    c.reason, c.state, c.exit_code, c.finished_at = (
+                        "ContainerStatusUnknown",
+                        "terminated",
+                        137,
+                        now(),
+                    )
         if self.gone.is_set():
             self._forget()
             return
