@@ -4,7 +4,9 @@ It serves lightkube through ``httpx2.MockTransport`` and behaves like the real
 thing where fluxhop depends on it:
 
 * it keeps state and ``resourceVersion``s; server-side apply creates absent
-  objects and leaves an unchanged object (and its resourceVersion) alone;
+  objects and leaves an unchanged object (and its resourceVersion) alone, and
+  conflicts (409) where it would set a field a merge patch (another field
+  manager's update) set to another value, unless forced;
 * it **rejects every write that fails the real schemas**
   (kubernetes-validate for built-in kinds, the CRDs for JobSet/MiniCluster),
   with 422 like the API server, so it cannot accept what a cluster refuses;
@@ -15,7 +17,15 @@ thing where fluxhop depends on it:
 * a small "controller manager" turns Jobs (and JobSets, and MiniClusters, via
   a Job) into pods that go Pending -> Running -> Succeeded/Failed, refuse to
   start before their ConfigMap and Secret volumes exist, write logs and exit
-  with the code a test's ``runner`` decides.
+  with the code a test's ``runner`` decides. As on a real cluster (see
+  tests/realk8s/test_fake_parity.py): a pod's DELETE or eviction is graceful
+  (a running container exits 143, then the pod goes), a deleted pod fails
+  its Job (backoffLimit 0) and an evicted one is replaced; the Job controller
+  writes Suspended, deletes the pods of a suspended Job and those above a
+  smaller size, and ends a Job in two steps (SuccessCriteriaMet or
+  FailureTarget, the rest of its pods terminated, then Complete or Failed);
+  the TTL controller deletes a finished Job with ttlSecondsAfterFinished 0;
+  the log of a pod not yet scheduled is empty.
 
 Everything else a real cluster does (scheduling, DNS, the operators) is out
 of scope; fluxhop's end-to-end behaviour on a real cluster is not claimed
@@ -78,6 +88,11 @@ PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
 )
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+ACTIVE = ("Pending", "Running")
+# (reason, message) of the Job controller's conditions
+SUCCESS = ("SuccessPolicy", "Matched rules at index 0")
+BACKOFF = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+FieldPath = tuple[str, ...]
 
 
 def now() -> str:
@@ -118,6 +133,34 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+MISSING = object()
+
+
+def leaves(patch: dict[str, Any], prefix: FieldPath = ()) -> list[FieldPath]:
+    """The paths a merge patch sets (or removes): its non-object values."""
+    paths: list[FieldPath] = []
+    for key, value in patch.items():
+        if isinstance(value, dict) and value:
+            paths += leaves(value, (*prefix, key))
+        else:
+            paths.append((*prefix, key))
+    return paths
+
+
+def lookup(obj: Any, path: FieldPath) -> Any:
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return MISSING
+        obj = obj[key]
+    return obj
+
+
+def assign(obj: dict[str, Any], path: FieldPath, value: Any) -> None:
+    for key in path[:-1]:
+        obj = obj.setdefault(key, {})
+    obj[path[-1]] = value
 
 
 def matches(labels: dict[str, str] | None, selector: str | None) -> bool:
@@ -255,6 +298,11 @@ class FakeAPIServer:
         self.rbac_token: str | None = None
         self.step_delay = 0.005
         self.logs: dict[tuple[str, str], list[str]] = {}
+        # the Job controller's count of failed pods, by Job uid (pod uids)
+        self.failures: dict[str, set[str]] = {}
+        # per object, the fields a non-apply write (a merge patch) set last:
+        # path -> (field manager, apiVersion), for server-side apply's conflicts
+        self.updaters: dict[tuple[str, str, str], dict[FieldPath, tuple[str, str]]] = {}
         self.closed = False
         self.controller = threading.Thread(
             target=self._control_loop, name="fake-controllers", daemon=True
@@ -430,6 +478,8 @@ class FakeAPIServer:
             return self._list(api_version, kind, namespace, params)
         if request.method == "POST" and name is None:
             return self._create(kind, namespace, request)
+        if request.method == "POST" and kind == "Pod" and sub == "eviction":
+            return self._eviction(namespace, name, request)
         if request.method == "GET" and sub == "scale":
             return self._scale(kind, namespace, name, None)
         if request.method == "GET":
@@ -492,6 +542,7 @@ class FakeAPIServer:
             body = yaml.safe_load(request.content)
         except yaml.YAMLError as err:
             return status(400, "BadRequest", f"cannot decode body: {err}")
+        updated: list[FieldPath] = []
         with self.lock:
             existing = self.store.get((kind, namespace, name))
             if "apply-patch" in content_type:
@@ -506,6 +557,15 @@ class FakeAPIServer:
                 if "fieldManager" not in request.url.params:
                     return status(400, "BadRequest", "fieldManager is required for apply")
                 candidate = copy.deepcopy(body)
+                if existing is not None:
+                    force = request.url.params.get("force") == "true"
+                    refused = self._apply_conflicts(kind, namespace, name, body, existing, force)
+                    if refused is not None:
+                        return refused
+                    for path in self.updaters.get((kind, namespace, name), {}):
+                        # another manager's field the apply leaves out stays as it is
+                        if lookup(body, path) is MISSING and lookup(existing, path) is not MISSING:
+                            assign(candidate, path, copy.deepcopy(lookup(existing, path)))
             elif "merge-patch" in content_type:
                 if existing is None:
                     return status(
@@ -515,6 +575,7 @@ class FakeAPIServer:
                         {"name": name, "kind": kind},
                     )
                 candidate = merge_patch(existing, body)
+                updated = [p for p in leaves(body) if lookup(existing, p) != lookup(candidate, p)]
             else:
                 return status(415, "UnsupportedMediaType", f"unsupported patch type {content_type}")
             candidate.setdefault("metadata", {})["namespace"] = namespace
@@ -543,7 +604,82 @@ class FakeAPIServer:
                     422, "Invalid", f"{kind} {name} is invalid: {err}", {"name": name, "kind": kind}
                 )
             self._put(kind, namespace, candidate, "MODIFIED" if existing else "ADDED")
+            manager = request.url.params.get("fieldManager") or "unknown"
+            for path in updated:
+                self.record_update(kind, namespace, name, path, manager)
             return httpx2.Response(201 if existing is None else 200, json=copy.deepcopy(candidate))
+
+    def record_update(
+        self, kind: str, namespace: str, name: str, path: FieldPath, manager: str
+    ) -> None:
+        """Field ``path`` of an object was set by ``manager`` with an update
+        (a merge patch, or a controller's write), not an apply: server-side
+        apply's field management then gives that manager the field."""
+        obj = self.store[(kind, namespace, name)]
+        owners = self.updaters.setdefault((kind, namespace, name), {})
+        owners[path] = (manager, obj["apiVersion"])
+
+    def _apply_conflicts(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        existing: dict[str, Any],
+        force: bool,
+    ) -> httpx2.Response | None:
+        """As server-side apply merges by field manager: an apply that sets a
+        field another manager's update set, to another value, is a conflict
+        (409), unless forced (the applier then takes the field)."""
+        owners = self.updaters.get((kind, namespace, name), {})
+        conflicts = []
+        for path, (manager, version) in sorted(owners.items()):
+            wanted = lookup(body, path)
+            if wanted is MISSING or wanted == lookup(existing, path):
+                continue  # left out, or the same value: no conflict
+            conflicts.append((f'"{manager}" using {version}', "." + ".".join(path)))
+        if force:
+            for path in [p for p in owners if lookup(body, p) is not MISSING]:
+                del owners[path]
+            return None
+        if not conflicts:
+            return None
+        if len(conflicts) == 1:
+            who, path = conflicts[0]
+            message = f"Apply failed with 1 conflict: conflict with {who}: {path}"
+        else:
+            lines = []
+            for who in sorted({w for w, _ in conflicts}):
+                lines.append(f"conflicts with {who}:")
+                lines += [f"- {path}" for w, path in conflicts if w == who]
+            message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+        causes = [
+            {"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": path}
+            for who, path in conflicts
+        ]
+        return status(409, "Conflict", message, {"causes": causes})
+
+    def _eviction(self, namespace: str, name: str, request: httpx2.Request) -> httpx2.Response:
+        """POST pods/NAME/eviction, the eviction API (no PodDisruptionBudgets here)."""
+        try:
+            body = json.loads(request.content)
+        except ValueError as err:
+            return status(400, "BadRequest", f"cannot decode body: {err}")
+        if not isinstance(body, dict) or body.get("kind") != "Eviction":
+            return status(400, "BadRequest", "the body of an eviction is an Eviction")
+        with self.changed:
+            pod = self.store.get(("Pod", namespace, name))
+            if pod is None:
+                return not_found("Pod", name)
+            self._evict(namespace, pod)
+        ok = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }
+        return httpx2.Response(201, json=ok)
 
     def _create(self, kind: str, namespace: str, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
@@ -617,22 +753,34 @@ class FakeAPIServer:
             obj = self.store.get((kind, namespace, name))
             if obj is None:
                 return not_found(kind, name)
-            self._remove(kind, namespace, name)
+            if kind == "Pod":
+                # graceful: no DisruptionTarget, so the Job controller counts
+                # the failure (its podFailurePolicy ignores only disruptions)
+                self._delete_pod(namespace, obj, counted=True)
+            else:
+                self._remove(kind, namespace, name)
             return httpx2.Response(
                 200, json={"kind": "Status", "apiVersion": "v1", "status": "Success"}
             )
 
-    def _remove(self, kind: str, namespace: str, name: str) -> None:
-        """Delete and cascade to dependents, like the garbage collector."""
-        obj = self.store.pop((kind, namespace, name), None)
+    def _remove(self, kind: str, namespace: str, name: str, *, foreground: bool = False) -> None:
+        """Delete and cascade to dependents, like the garbage collector
+        (``foreground``: the dependents go first, then the object)."""
+        obj = self.store.get((kind, namespace, name))
         if obj is None:
             return
-        self._bump("DELETED", kind, namespace, obj)
+        if not foreground:
+            del self.store[(kind, namespace, name)]
+            self._bump("DELETED", kind, namespace, obj)
         uid = obj["metadata"].get("uid")
         for (k, ns, n), other in list(self.store.items()):
             owners = other["metadata"].get("ownerReferences") or []
             if ns == namespace and any(ref.get("uid") == uid for ref in owners):
                 self._remove(k, ns, n)
+        if foreground:
+            del self.store[(kind, namespace, name)]
+            self._bump("DELETED", kind, namespace, obj)
+        self.updaters.pop((kind, namespace, name), None)
 
     def owner_deleted(self, uid: str, namespace: str = "default") -> None:
         """The garbage collector's response to the deletion of an owner this
@@ -718,11 +866,16 @@ class FakeAPIServer:
                 return status(
                     404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"}
                 )
+            if not pod["spec"].get("nodeName"):
+                # as the API server does: no node, no kubelet to ask; 200, nothing
+                return httpx2.Response(200, headers={"content-type": "text/plain"}, content=b"")
             if pod["status"].get("phase") == "Pending":
+                container = params.get("container") or pod["spec"]["containers"][0]["name"]
                 return status(
                     400,
                     "BadRequest",
-                    f'container "{params.get("container")}" in pod "{name}" is waiting to start',
+                    f'container "{container}" in pod "{name}" is waiting to start: '
+                    "ContainerCreating",
                 )
         follow = params.get("follow") == "true"
         stream = self._log_stream(namespace, name, follow, params.get("timestamps") == "true")
@@ -766,16 +919,19 @@ class FakeAPIServer:
             time.sleep(self.step_delay)
 
     def _reconcile(self) -> None:
-        for (kind, namespace, _), obj in list(self.store.items()):
+        for key, obj in list(self.store.items()):
+            kind, namespace, _ = key
+            if self.store.get(key) is not obj:
+                continue  # deleted by a controller earlier in this step
             if kind == "MiniCluster" and self.flux_operator:
                 self._operator(namespace, obj)
             elif kind == "JobSet":
                 self._jobset(namespace, obj)
             elif kind == "Job":
                 self._job(namespace, obj)
-        for (kind, namespace, _), pod in list(self.store.items()):
-            if kind == "Pod":
-                self._kubelet(namespace, pod)
+        for key, pod in list(self.store.items()):
+            if key[0] == "Pod" and self.store.get(key) is pod:
+                self._kubelet(key[1], pod)
 
     def _owned(self, obj: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -822,6 +978,9 @@ class FakeAPIServer:
         job (replicas 1), pods labelled as JobSet labels them, and the JobSet
         done when every child is (failed when one fails)."""
         name = jobset["metadata"]["name"]
+        ended = {"Completed", "Failed"}
+        if any(c["type"] in ended for c in jobset.get("status", {}).get("conditions", [])):
+            return  # a finished JobSet's children are left alone (the TTL may take them)
         suspend = bool(jobset["spec"].get("suspend"))
         children = []
         for replicated in jobset["spec"]["replicatedJobs"]:
@@ -880,57 +1039,136 @@ class FakeAPIServer:
             self._bump("MODIFIED", "JobSet", namespace, jobset)
 
     def _job(self, namespace: str, job: dict[str, Any]) -> None:
+        """The Job controller, for Indexed Jobs as fluxhop makes them
+        (backoffLimit 0, podFailurePolicy Ignore on DisruptionTarget,
+        successPolicy on index 0); one step of it per call."""
         name = job["metadata"]["name"]
         conditions = job.setdefault("status", {}).setdefault("conditions", [])
-        if any(c["status"] == "True" for c in conditions):
+        true = {c["type"] for c in conditions if c["status"] == "True"}
+        if true & {"Complete", "Failed"}:
+            self._expire(namespace, job)
+            return
+        if true & {"SuccessCriteriaMet", "FailureTarget"}:
+            # as the Job controller does: the terminal condition comes once
+            # the pods it terminated (in the step that set the target) are gone
+            self._stop_pods(namespace, name)
+            if "SuccessCriteriaMet" in true:
+                self._condition(namespace, job, "Complete", "True", *SUCCESS)
+            else:
+                self._condition(namespace, job, "Failed", "True", *BACKOFF)
             return
         if job["spec"].get("suspend"):
-            self._remove_active_pods(namespace, name, graceful=True)  # it runs no pods
+            # as the Job controller does: a suspended Job's pods are deleted
+            # gracefully (not failures) and it says so in a Suspended condition
+            self._stop_pods(namespace, name)
+            self._condition(namespace, job, "Suspended", "True", "JobSuspended", "Job suspended")
             return
-        pods = {
-            self._pod_index(p): p
-            for (k, ns, _), p in self.store.items()
-            if k == "Pod"
-            and ns == namespace
-            and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name
-            and not disrupted(p)  # podFailurePolicy Ignore: not a failure, replaced
-        }
-        for index in range(job["spec"].get("parallelism", 1)):
+        if "Suspended" in true:  # resumed (Kueue's admission): pods again
+            self._condition(namespace, job, "Suspended", "False", "JobResumed", "Job resumed")
+        parallelism = job["spec"].get("parallelism", 1)
+        completions = job["spec"].get("completions", parallelism)
+        pods = {}
+        for pod in self._pods_of(namespace, name):
+            if disrupted(pod):
+                continue  # podFailurePolicy Ignore: not a failure, replaced once gone
+            if self._pod_index(pod) >= completions and pod["status"]["phase"] in ACTIVE:
+                # a scale-down: as the Job controller does, it deletes the pods
+                # whose index is out of range, gracefully, not as failures
+                self._delete_pod(namespace, pod, counted=False)
+                continue
+            pods[self._pod_index(pod)] = pod
+        for index in range(min(parallelism, completions)):
             if index not in pods:
                 self._create_pod(namespace, job, index)
+        failed = self.failures.setdefault(job["metadata"]["uid"], set())
+        failed.update(
+            p["metadata"]["uid"] for p in pods.values() if p["status"]["phase"] == "Failed"
+        )
         lead = pods.get(0)
-        failed = [p for p in pods.values() if p["status"]["phase"] == "Failed"]
-        if failed:
-            self._finish(namespace, job, "Failed", "BackoffLimitExceeded")
+        if failed:  # backoffLimit 0 (fluxhop's): the first failure fails the Job
+            self._finish(namespace, job, "FailureTarget", BACKOFF)
         elif lead is not None and lead["status"]["phase"] == "Succeeded":
-            self._finish(namespace, job, "Complete", "SuccessPolicy")
+            self._finish(namespace, job, "SuccessCriteriaMet", SUCCESS)
 
-    def _finish(self, namespace: str, job: dict[str, Any], condition: str, reason: str) -> None:
-        job["status"]["conditions"].append(
-            {
-                "type": condition,
-                "status": "True",
-                "reason": reason,
-                "lastProbeTime": now(),
-                "lastTransitionTime": now(),
-            }
+    def _finish(
+        self, namespace: str, job: dict[str, Any], target: str, why: tuple[str, str]
+    ) -> None:
+        """The first of the Job controller's two steps to a terminal condition:
+        SuccessCriteriaMet or FailureTarget, and its active pods terminated
+        gracefully (a running container exits 143); Complete or Failed follows
+        in the next step."""
+        self._condition(namespace, job, target, "True", *why)
+        self._stop_pods(namespace, job["metadata"]["name"])
+
+    def _condition(
+        self, namespace: str, job: dict[str, Any], kind: str, state: str, reason: str, message: str
+    ) -> None:
+        """Set a Job condition (in place when it is there), as the Job controller writes them."""
+        conditions = job["status"].setdefault("conditions", [])
+        found = next((c for c in conditions if c["type"] == kind), None)
+        if found is not None and (found["status"], found.get("reason")) == (state, reason):
+            return
+        if found is None:
+            found = {"type": kind}
+            conditions.append(found)
+        found.update(
+            status=state,
+            reason=reason,
+            message=message,
+            lastProbeTime=now(),
+            lastTransitionTime=now(),
         )
         self._bump("MODIFIED", "Job", namespace, job)
-        self._remove_active_pods(namespace, job["metadata"]["name"])  # terminates the rest
 
-    def _remove_active_pods(self, namespace: str, job_name: str, graceful: bool = False) -> None:
-        """Delete the Job's pods that still run; ``graceful``: a running one's
-        container first gets SIGTERM and exits 143, as the kubelet reports."""
-        for (k, ns, n), pod in list(self.store.items()):
-            ours = (
-                k == "Pod"
-                and ns == namespace
-                and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
-            )
-            if ours and pod["status"]["phase"] in ("Pending", "Running"):
-                if graceful and pod["status"]["phase"] == "Running":
-                    self._terminate(ns, pod, 143)
-                self._remove("Pod", ns, n)
+    def _expire(self, namespace: str, job: dict[str, Any]) -> None:
+        """The TTL controller, for ttlSecondsAfterFinished 0 (the only value
+        modelled; the fake keeps no clock): a finished Job is deleted at once,
+        with Foreground propagation - marked, its dependents (pods) gone
+        first, then the Job."""
+        if job["spec"].get("ttlSecondsAfterFinished") != 0:
+            return
+        meta = job["metadata"]
+        meta["deletionTimestamp"] = now()
+        meta["finalizers"] = ["foregroundDeletion"]
+        self._bump("MODIFIED", "Job", namespace, job)
+        self._remove("Job", namespace, meta["name"], foreground=True)
+
+    def _pods_of(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
+        return [
+            pod
+            for (k, ns, _), pod in list(self.store.items())
+            if k == "Pod"
+            and ns == namespace
+            and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
+        ]
+
+    def _stop_pods(self, namespace: str, job_name: str) -> None:
+        """The Job controller deletes the Job's active pods: gracefully (a
+        running container gets SIGTERM and exits 143), not counted as failures."""
+        for pod in self._pods_of(namespace, job_name):
+            if pod["status"]["phase"] in ACTIVE:
+                self._delete_pod(namespace, pod, counted=False)
+
+    def _delete_pod(self, namespace: str, pod: dict[str, Any], *, counted: bool) -> None:
+        """A graceful pod deletion as the API server and the kubelet carry it
+        out: the pod is marked deleted; a running container gets SIGTERM and
+        exits 143 (a MODIFIED event with the terminated status, phase
+        Failed); a container that never started leaves the pod Failed; then
+        the pod object goes (DELETED). ``counted``: the Job controller counts
+        the failure (a pod someone else deleted; a disruption it ignores)."""
+        meta = pod["metadata"]
+        meta.setdefault("deletionTimestamp", now())
+        meta.setdefault("deletionGracePeriodSeconds", 30)
+        if pod["status"]["phase"] == "Running":
+            self._terminate(namespace, pod, 143)
+        elif pod["status"]["phase"] == "Pending":
+            pod["status"]["phase"] = "Failed"
+            self._bump("MODIFIED", "Pod", namespace, pod)
+        if counted and pod["status"]["phase"] == "Failed" and not disrupted(pod):
+            for owner in meta.get("ownerReferences") or []:
+                if owner.get("kind") == "Job":
+                    self.failures.setdefault(owner["uid"], set()).add(meta["uid"])
+        self._remove("Pod", namespace, meta["name"])
 
     @staticmethod
     def _pod_index(pod: dict[str, Any]) -> int:
@@ -1075,12 +1313,23 @@ class FakeAPIServer:
         self._bump("MODIFIED", "Pod", namespace, pod)
 
     def evict(self, name: str, namespace: str = "default") -> None:
-        """Evict a running pod, as a node drain or a preemption does: condition
-        DisruptionTarget, then its container gets SIGTERM and exits 143."""
+        """Evict a pod, as a node drain or ``kubectl evict`` does (the eviction API)."""
         with self.changed:
-            pod = self.store[("Pod", namespace, name)]
-            pod["status"]["conditions"].append(
-                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
-            )
-            self._terminate(namespace, pod, 143)
+            self._evict(namespace, self.store[("Pod", namespace, name)])
             self.changed.notify_all()
+
+    def _evict(self, namespace: str, pod: dict[str, Any]) -> None:
+        """As the eviction API does: condition DisruptionTarget, then a graceful
+        delete (its container gets SIGTERM and exits 143; then the pod goes).
+        The Job's podFailurePolicy ignores it: the Job replaces the pod, once gone."""
+        pod["status"]["conditions"].append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+                "lastTransitionTime": now(),
+            }
+        )
+        self._bump("MODIFIED", "Pod", namespace, pod)
+        self._delete_pod(namespace, pod, counted=True)

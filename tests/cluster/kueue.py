@@ -2,7 +2,8 @@
 it keeps a Workload (labelled with the job's uid, as Kueue labels it) whose
 conditions a test sets, admits the workload by unsuspending it, and (as
 Kueue's job reconciler does after a change) stops an admitted Job whose size
-no longer matches what it admitted."""
+no longer matches what it admitted. Its writes of spec.suspend are updates
+by its own field manager, so a later apply that sets another value conflicts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 from tests.cluster.fakeapi import FakeAPIServer, now
 
 __all__ = ["Kueue"]
+
+MANAGER = "kueue"
 
 
 class Kueue:
@@ -60,18 +63,16 @@ class Kueue:
         """Admit the workload: Kueue unsuspends the Job or JobSet."""
         with self.server.changed:
             root = self._root(kind, name)
-            root["spec"]["suspend"] = False
+            self._suspend(kind, name, root, False)
             self.admitted[(kind, name)] = _count(root)
-            self.server._bump("MODIFIED", kind, self.namespace, root)
 
     def preempt(self, kind: str, name: str) -> None:
         """Evict the admitted workload (a higher priority one needs its quota):
         Kueue suspends the Job, whose pods then go, and queues it again."""
         with self.server.changed:
             root = self._root(kind, name)
-            root["spec"]["suspend"] = True
+            self._suspend(kind, name, root, True)
             self.admitted.pop((kind, name), None)
-            self.server._bump("MODIFIED", kind, self.namespace, root)
 
     def observe(self, kind: str, name: str) -> None:
         """Kueue's reconcile of the job after a change: an admitted Job whose
@@ -84,11 +85,16 @@ class Kueue:
             elastic = annotations.get("kueue.x-k8s.io/elastic-job") == "true"
             admitted = self.admitted.get((kind, name))
             if admitted is not None and _count(root) != admitted and not elastic:
-                root["spec"]["suspend"] = True
+                self._suspend(kind, name, root, True)
                 del self.admitted[(kind, name)]
-                self.server._bump("MODIFIED", kind, self.namespace, root)
             elif admitted is not None:
                 self.admitted[(kind, name)] = _count(root)
+
+    def _suspend(self, kind: str, name: str, root: dict[str, Any], value: bool) -> None:
+        """Kueue's update of spec.suspend (its field from then on, for server-side apply)."""
+        root["spec"]["suspend"] = value
+        self.server._bump("MODIFIED", kind, self.namespace, root)
+        self.server.record_update(kind, self.namespace, name, ("spec", "suspend"), MANAGER)
 
 
 def _count(root: dict[str, Any]) -> int:

@@ -1,15 +1,20 @@
 """The waits on rank 0's pod when a disruption ends it: the Job replaces a
 disrupted pod (its podFailurePolicy ignores disruptions), so that pod's exit
-code ends nothing, and a pod that is gone has no exit code to give."""
+code ends nothing. A plain DELETE is no disruption: as on a real cluster
+(tests/realk8s/test_fake_parity.py), the container exits 143 on SIGTERM and
+the Job fails."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+import fluxhop
 from fluxhop.errors import NotFound
 from fluxhop.spec.flags import minicluster_from_flags
+from tests.cluster.fakeapi import BACKOFF
 
 
 @pytest.fixture
@@ -32,12 +37,37 @@ def test_a_disrupted_lead_ends_nothing_and_its_replacement_is_found(fake, ops, r
     assert ops.wait_exit(root, timeout=60) == 5  # not the evicted container's 143
 
 
-def test_a_lead_deleted_while_it_is_watched_has_no_exit_code(fake, ops, kube, running):
+def conditions(fake) -> list[tuple[str, str]]:
+    job = fake.get("Job", "demo") or {}
+    return [(c["type"], c["reason"]) for c in job.get("status", {}).get("conditions", [])]
+
+
+def eventually(holds, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not holds():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_lead_deleted_while_it_is_watched_ends_with_sigterm_and_fails_the_job(
+    fake, ops, kube, running
+):
+    """No DisruptionTarget for a plain DELETE: the container ends by SIGTERM
+    (143, which the watch sees before the pod goes), the Job controller counts
+    the failure, and with backoffLimit 0 the Job fails; rank 0 is not replaced."""
     root, name = running
+    watches = len(fake.seen("WATCH"))
     with ThreadPoolExecutor(1) as pool:
         ended = pool.submit(ops.wait_lead_end, root, name, timeout=60)
+        eventually(lambda: len(fake.seen("WATCH")) > watches)  # the wait watches the pod
         kube.delete("Pod", name)
-        assert ended.result(timeout=60) is None
+        assert ended.result(timeout=60) == 143
+    eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(fake))
+    assert conditions(fake) == [
+        ("FailureTarget", "BackoffLimitExceeded"),
+        ("Failed", "BackoffLimitExceeded"),
+    ]
+    assert fake.objects(kinds=("Pod",)) == []  # not replaced; the worker terminated too
 
 
 def test_a_lead_that_exits_gives_its_code(fake, ops, running):
@@ -47,11 +77,13 @@ def test_a_lead_that_exits_gives_its_code(fake, ops, running):
 
 
 def test_a_lead_gone_with_its_finished_job_gives_the_jobs_outcome(fake, ops, kube, running):
+    """A worker's pod deleted fails the Job; the Job controller terminates
+    rank 0 and removes it: read once the Job has failed, it is gone."""
     root, name = running
-    with fake.changed:
-        job = fake.store[("Job", "default", "demo")]
-        fake._finish("default", job, "Failed", "BackoffLimitExceeded")  # the Job controller
-    kube.delete("Pod", name)
+    (worker,) = [p for p in fake.objects(kinds=("Pod",)) if p["metadata"]["name"] != name]
+    kube.delete("Pod", worker["metadata"]["name"])
+    eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(fake))
+    assert fake.get("Pod", name) is None
     assert ops.wait_lead_end(root, name, timeout=60) == 1
 
 
@@ -60,3 +92,28 @@ def test_a_minicluster_deleted_under_a_wait_is_one_line(fake, ops, kube, running
     kube.delete("Job", "demo")
     with pytest.raises(NotFound, match=r"^MiniCluster demo was deleted before rank 0 ended$"):
         ops.wait_lead_end(root, name, timeout=60)
+
+
+def test_a_lead_gone_while_its_job_is_failing_gives_the_failure(fake, ops, running):
+    root, name = running
+    with fake.changed:  # the controllers wait: FailureTarget, rank 0 gone, not yet Failed
+        fake._finish("default", fake.store[("Job", "default", "demo")], "FailureTarget", BACKOFF)
+        assert fake.get("Pod", name) is None
+        assert ops.wait_lead_end(root, name, timeout=5) == 1
+
+
+def test_wait_reports_a_job_that_a_failed_worker_ended(fake, kubeconfig):
+    fake.runner = lambda pod, index: None  # every rank runs until stopped
+    with fluxhop.Client(kubeconfig=str(kubeconfig), transport=fake.transport()) as client:
+        name = client.create(minicluster_from_flags(["app"], image="ubuntu", nodes=2, name="demo"))
+        watches = len(fake.seen("WATCH"))
+        with ThreadPoolExecutor(1) as pool:
+            waited = pool.submit(client.wait, name, 60)
+            # wait_lead_started's watch, then wait_lead_end's on the running rank 0
+            eventually(lambda: len(fake.seen("WATCH")) >= watches + 2)
+            (worker,) = [p for p in fake.objects(kinds=("Pod",)) if p["metadata"]["labels"][
+                "batch.kubernetes.io/job-completion-index"] == "1"]  # fmt: skip
+            client.ops.kube.delete("Pod", worker["metadata"]["name"])
+            status = waited.result(timeout=60)
+            # no pod failed on its own (the worker was deleted): rank 0's 143 stands
+            assert (status.state, status.exit_code) == ("Failed", 143)
