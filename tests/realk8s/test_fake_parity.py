@@ -19,6 +19,7 @@ from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists
 from fluxhop.spec import MiniCluster
+from fluxhop.workload.marks import prepare
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
@@ -138,15 +139,23 @@ def test_a_scale_down_stops_the_highest_ranks(
     eventually("ranks 0 and 1 left", lambda: indexes() == [0, 1], 120)
 
 
-def test_a_reapply_after_a_resize_is_a_conflict_fluxhop_names(ops: MiniClusters, namespace: str):
+def test_a_reapply_after_a_resize_conflicts_and_create_keeps_the_resize(
+    ops: MiniClusters, admin: Api, namespace: str
+):
     """Server-side apply merges by field manager: after fluxhop scale (a
     merge patch) the Job's parallelism is not the apply's any more, so
-    re-applying the original spec conflicts (409) instead of undoing the resize."""
-    ops.create(spec("resized", size=2, maxSize=3, jobLabels={"kueue.x-k8s.io/queue-name": "q"}))
-    root = ops.require("resized")
+    applying the first value again conflicts (409); fluxhop create of the
+    unchanged spec leaves the root alone and the resize stays."""
+    queued = {"jobLabels": {"kueue.x-k8s.io/queue-name": "q"}}
+    root = ops.create(spec("resized", size=2, maxSize=3, **queued))
     ops.scale(root, 3)
-    with pytest.raises(AlreadyExists, match="conflict"):
-        ops.create(spec("resized", size=2, maxSize=3, jobLabels={"kueue.x-k8s.io/queue-name": "q"}))
+    job = prepare(spec("resized", size=2, maxSize=3, **queued).renamed(namespace=namespace))[-1]
+    with pytest.raises(AlreadyExists, match=r"conflict.*\.spec\.parallelism"):
+        ops.kube.apply(job)
+    ops.create(spec("resized", size=2, maxSize=3, **queued))
+    assert (
+        admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/resized")["spec"]["parallelism"] == 3
+    )
 
 
 def test_the_log_of_a_pod_not_yet_scheduled_is_empty(admin: Api, namespace: str):

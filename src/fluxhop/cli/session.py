@@ -48,8 +48,11 @@ def run_root(
                 for line in follow_log(ops.kube, name, root.container):
                     sys.stdout.write(line)
                     sys.stdout.flush()
-                code = ops.wait_lead_end(root, name)
+                code = ops.wait_lead_end(root, name, since=lead)
                 if code is not None:
+                    why = ops.failure(root) if code else None
+                    if why:  # rank 0 was stopped because another pod failed
+                        display.note(why)
                     return code
                 display.note(
                     f"rank 0's pod {name} ended before the job did: {ops.interruption(name)}; "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import WaitTimeout
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.status import Status
@@ -53,10 +53,11 @@ class KubernetesBackend:
 
     def wait(self, name: str, timeout: float | None) -> Status:
         root = self.ops.require(name)
-        self.ops.wait_exit(root, timeout=timeout)
-        status = self.ops.status(root)
-        if status.exit_code is None:
-            raise WaitTimeout(f"MiniCluster {name} finished but rank 0 reported no exit code")
+        code = self.ops.wait_exit(root, timeout=timeout)
+        status = self.ops.status(root)  # read again: rank 0's pod may be gone by now
+        if status.exit_code != code or status.state not in ("Succeeded", "Failed"):
+            state = "Succeeded" if code == 0 else "Failed"
+            status = dataclasses.replace(status, exit_code=code, state=state)
         return status
 
     def logs(self, name: str, *, follow: bool = False) -> Iterator[str]:

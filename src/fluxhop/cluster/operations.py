@@ -45,6 +45,7 @@ from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
     Status,
     completion_index,
+    started,
     status_of,
 )
 
@@ -57,6 +58,7 @@ class MiniClusters(Waiting):
     def __init__(self, kube: Kube, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.kube = kube
         self.clock = clock
+        self.last_seen = {}
 
     # --- create -----------------------------------------------------------------
 
@@ -99,7 +101,11 @@ class MiniClusters(Waiting):
                     f"different spec; delete it first (fluxhop delete {name}) or pick another --name"
                 )
         try:
-            root = self.kube.apply(root_obj)
+            # an unchanged spec: the root stays as it is (fields that fluxhop
+            # scale or Kueue set since are theirs, and applying the first value
+            # again would conflict); only the children are applied, to finish
+            # what an interrupted create left out
+            root = existing if existing is not None else self.kube.apply(root_obj)
             reference = owner_reference(root)
             for obj in objects[:-1]:
                 if existing is not None and obj["kind"] == "Secret":
@@ -214,6 +220,8 @@ class MiniClusters(Waiting):
         lead = self.lead_pod(root)
         if lead is None:
             raise NotFound(f"MiniCluster {root.name} has no rank 0 pod yet")
+        if not started(lead, root.container):  # the API answers nothing for an unscheduled pod
+            raise NotFound(f"rank 0's pod {lead['metadata']['name']} has not started yet: no log")
         if follow:  # across an API server restart, as run does
             return follow_log(self.kube, lead["metadata"]["name"], root.container)
         return self.kube.log(lead["metadata"]["name"], root.container)

@@ -9,6 +9,7 @@ on an event, never after a guessed sleep. A timeout says what is stuck and why
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -23,15 +24,19 @@ from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
     Progress,
     admission,
+    completed,
     completion_index,
-    conditions,
     disrupted,
     disruption,
     exit_code,
+    failed,
     started,
 )
 
 __all__ = ["Waiting"]
+
+STOPPED = (143, 137)  # SIGTERM, or SIGKILL once the grace period is over
+LAST_STATE_WAIT = 10.0  # seconds to replay a gone pod's last changes
 
 
 class Waiting:
@@ -40,6 +45,7 @@ class Waiting:
 
     kube: Kube
     clock: Callable[[], float]
+    last_seen: dict[str, dict[str, Any]]  # pod name -> its last state seen by a wait
 
     def _watch(
         self,
@@ -119,6 +125,7 @@ class Waiting:
                 name = pod["metadata"]["name"]
                 if event == "DELETED":
                     progress.pods.pop(name, None)
+                    self.last_seen[name] = pod  # its state when deleted: how it ended
                 else:
                     progress.pods[name] = pod
                 if on_progress:
@@ -265,7 +272,14 @@ class Waiting:
         assert found is not None
         return found
 
-    def wait_lead_end(self, root: Root, name: str, *, timeout: float | None = None) -> int | None:
+    def wait_lead_end(
+        self,
+        root: Root,
+        name: str,
+        *,
+        timeout: float | None = None,
+        since: dict[str, Any] | None = None,
+    ) -> int | None:
         """How rank 0's pod ``name`` ended: its exit code, or None when the job
         goes on without it - a disruption ended it (or it is gone), and the Job
         replaces it; or its queue took the MiniCluster back (Kueue suspends
@@ -276,9 +290,13 @@ class Waiting:
             return pod is None or disrupted(pod) or exit_code(pod, root.container) is not None
 
         pod = self.kube.get("Pod", name)
+        if pod is None and since is not None:
+            self._last_state(root, since)  # gone already: learn how it ended
         if not over(pod):
             progress = self.wait(root, lambda p: over(p.pods.get(name)), timeout=timeout, since=pod)
             pod = progress.pods.get(name)
+        if pod is not None:
+            self.last_seen[name] = pod  # why it ended, for interruption() once it is gone
         if pod is None:
             return self._ended_without_lead(root)
         if disrupted(pod):
@@ -287,12 +305,19 @@ class Waiting:
             now = self.kube.get(ROOT_KINDS[root.target], root.name)
             if now is not None and Root(root.target, now).suspended:
                 return None
-        return exit_code(pod, root.container)
+        code = exit_code(pod, root.container)
+        if code in STOPPED and pod["metadata"].get("deletionTimestamp"):
+            # stopped by the Job controller: when another pod failed the Job,
+            # that pod's code is the job's, not the signal rank 0 got
+            now = self.kube.get(ROOT_KINDS[root.target], root.name)
+            if now is not None and failed(now):
+                return self.failed_pod_code(root) or code
+        return code
 
     def interruption(self, name: str) -> str:
         """Why rank 0's pod ``name`` ended without ending the job (after
         ``wait_lead_end`` said so), in words."""
-        pod = self.kube.get("Pod", name)
+        pod = self.kube.get("Pod", name) or self.last_seen.get(name)
         if pod is None:
             return "it is gone"
         if disrupted(pod):
@@ -306,12 +331,44 @@ class Waiting:
         obj = self.kube.get(ROOT_KINDS[root.target], root.name)
         if obj is None:
             raise NotFound(f"MiniCluster {root.name} was deleted before rank 0 ended")
-        done = conditions(obj)
-        if done.get("Failed") == "True":
-            return 1
-        if "True" in (done.get("Complete"), done.get("Completed")):
+        if failed(obj):
+            return self.failed_pod_code(root) or 1
+        if completed(obj):
             return 0
         return None
+
+    def _last_state(self, root: Root, since: dict[str, Any]) -> None:
+        """A pod that is gone before it could be read: its changes since
+        ``since`` (a state read earlier), replayed by a watch from its
+        resourceVersion, tell how it ended (kept in last_seen)."""
+        name = since["metadata"]["name"]
+        # WaitTimeout: its history is compacted away, nothing more to learn
+        with contextlib.suppress(WaitTimeout):
+            self.wait(root, lambda p: name not in p.pods, timeout=LAST_STATE_WAIT, since=since)
+
+    def failing_pod(self, root: Root) -> dict[str, Any] | None:
+        """The pod whose own failure failed the workload: it ended with an
+        exit code and nobody deleted it (the pods the Job controller stops
+        then, rank 0 among them, are deleted: 143, or 137 after the grace)."""
+        for pod in self.kube.list("Pod", labels=root.pod_selector):
+            code = exit_code(pod, root.container)
+            if code and not pod["metadata"].get("deletionTimestamp") and not disrupted(pod):
+                return pod
+        return None
+
+    def failed_pod_code(self, root: Root) -> int | None:
+        pod = self.failing_pod(root)
+        return None if pod is None else exit_code(pod, root.container)
+
+    def failure(self, root: Root) -> str | None:
+        """Which pod other than rank 0 failed the workload, in words, or None."""
+        pod = self.failing_pod(root)
+        if pod is None or completion_index(pod) == 0:
+            return None
+        return (
+            f"pod {pod['metadata']['name']} (rank {completion_index(pod)}) exited "
+            f"{exit_code(pod, root.container)} and failed the Job, which stopped the other pods"
+        )
 
     def wait_exit(self, root: Root, *, timeout: float | None = None) -> int:
         """The exit code of rank 0's Flux container that ends the job: not that

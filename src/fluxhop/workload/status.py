@@ -15,11 +15,13 @@ __all__ = [
     "Progress",
     "Status",
     "admission",
+    "completed",
     "completion_index",
     "conditions",
     "disrupted",
     "disruption",
     "exit_code",
+    "failed",
     "started",
     "status_of",
     "stopping",
@@ -145,7 +147,7 @@ def disruption(pod: dict[str, Any]) -> str:
     what brings the replacement: the Job replaces a pod only once it is gone,
     and the pods of a node whose kubelet is gone stay Terminating until the
     node is back or deleted."""
-    found = next(
+    found: dict[str, Any] = next(
         (
             c
             for c in pod.get("status", {}).get("conditions") or []
@@ -200,6 +202,20 @@ def conditions(obj: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def failed(obj: dict[str, Any]) -> bool:
+    """The workload has failed, or is failing: the Job controller sets
+    FailureTarget first, stops the pods, and only then Failed."""
+    done = conditions(obj)
+    return "True" in (done.get("Failed"), done.get("FailureTarget"))
+
+
+def completed(obj: dict[str, Any]) -> bool:
+    """The workload has succeeded, or is finishing so (SuccessCriteriaMet comes
+    before Complete, once the other pods are stopped); JobSet says Completed."""
+    done = conditions(obj)
+    return "True" in (done.get("Complete"), done.get("Completed"), done.get("SuccessCriteriaMet"))
+
+
 def status_of(
     root: Root, workload: dict[str, Any], pods: list[dict[str, Any]], now: datetime
 ) -> Status:
@@ -213,9 +229,9 @@ def status_of(
     # a disrupted rank 0 ends nothing: the Job replaces it (podFailurePolicy)
     lead = next((p for p in pods if completion_index(p) == 0 and not disrupted(p)), None)
     code = exit_code(lead, root.container) if lead else None
-    if done.get("Failed") == "True" or (code is not None and code != 0):
+    if failed(workload) or (code is not None and code != 0):
         state = "Failed"
-    elif done.get("Complete") == "True" or done.get("Completed") == "True" or code == 0:
+    elif completed(workload) or code == 0:
         state = "Succeeded"
     elif root.queue and root.suspended:
         state = "Queued"
