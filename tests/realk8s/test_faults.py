@@ -78,14 +78,20 @@ def test_a_node_that_stops_answering(cluster: LocalCluster, admin: Api, namespac
     cannot replace them: run says so, list says Disrupted, and a deleted
     Node (the pod garbage collector then removes its pods) ends it."""
     placement = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
+    script = "echo started; sleep 600"
     run = start_run(
-        cluster, namespace, "-N", "2", "--name", "lost", *placement, "--", "sleep", "600"
+        cluster, namespace, "-N", "2", "--name", "lost", *placement, "--", "sh", "-c", script
     )
     try:
-        eventually("both pods on node-c running", lambda: all(
-            p["status"].get("phase") == "Running" and p["spec"].get("nodeName") == "node-c"
+        assert run.stdout is not None
+        while (line := run.stdout.readline()) and line != "started\n":
+            pass  # run streams rank 0 now: both brokers are up, on node-c
+        assert line == "started\n", run.communicate(timeout=60)
+        nodes = {
+            p["spec"]["nodeName"]
             for p in admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-        ) and len(admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2, 120)  # fmt: skip
+        }
+        assert nodes == {"node-c"}
         cluster.stop_kubelet("node-c")
         listed = eventually("list says Disrupted", lambda: (
             out := fluxhop(cluster, "list", "--namespace", namespace).stdout) and "Disrupted" in out and out,
