@@ -39,6 +39,17 @@ PROGRAMS = {
     "k8s": ("kubernetes", "./k8s"),
     "kubelet-server": ("kubernetes", "./kubelet-server"),
     "coredns": ("coredns", "."),
+    # The controllers fluxhop runs beside (issue: the real controllers): each a
+    # module of its own whose go.mod names the controller as a tool at its
+    # release, so its build list is the controller's own, as `go install
+    # PKG@VERSION` would make it (which the proxy refuses here: it will not
+    # list these modules' versions).
+    "jobset": ("jobset", "sigs.k8s.io/jobset"),
+    "kueue": ("kueue", "sigs.k8s.io/kueue/cmd/kueue"),
+    "trainer-controller-manager": (
+        "trainer",
+        "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
+    ),
 }
 # names the multi-call binary also answers to (it dispatches on its own name)
 LINKS = {"kubectl": "k8s"}

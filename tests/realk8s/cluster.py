@@ -78,7 +78,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait(what: str, check: Any, timeout: float, processes: list[Process]) -> Any:
+def wait_until(what: str, check: Any, timeout: float, processes: list[Process]) -> Any:
     """Poll ``check`` until it returns something true; fail early if a process died."""
     deadline = time.monotonic() + timeout
     while True:
@@ -96,7 +96,7 @@ def _wait(what: str, check: Any, timeout: float, processes: list[Process]) -> An
         time.sleep(0.1)
 
 
-def _healthy(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bool:
+def healthy(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bool:
     """A 200 from a health endpoint (TLS verified against ``ca`` where given)."""
     context = ssl.create_default_context(cafile=str(ca)) if ca else ssl._create_unverified_context()
     if pair is not None:
@@ -173,9 +173,9 @@ class LocalCluster:
             self.etcd_url, self.api_port, self.workdir / "pki", self.ca.cert, self.serving
         )
         self._k8s("kube-apiserver", *flags)
-        _wait(
+        wait_until(
             "the API server's /readyz",
-            lambda: _healthy(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
+            lambda: healthy(f"{self.server}/readyz", self.admin_pair, self.ca.cert),
             120,
             [self.processes["kube-apiserver"], self.processes["etcd"]],
         )
@@ -317,15 +317,15 @@ class LocalCluster:
             self._kubelet(index, spec)
         everything = list(self.processes.values())
         for name, url in self.health.items():
-            _wait(f"{name} healthy", lambda url=url: _healthy(url), 120, everything)
+            wait_until(f"{name} healthy", lambda url=url: healthy(url), 120, everything)
         api = self.admin()
-        _wait(
+        wait_until(
             "every node Ready",
             lambda: self.ready_nodes(api) == {n.name for n in self.node_specs},
             120,
             everything,
         )
-        _wait(
+        wait_until(
             "the default ServiceAccount",
             lambda: api.find("/api/v1/namespaces/default/serviceaccounts/default"),
             60,
@@ -354,16 +354,18 @@ class LocalCluster:
         }
 
     def stop(self) -> None:
-        for name in [n for n in self.processes if n.startswith("kubelet-")]:
-            self.processes[name].stop()
-        delete_everything()  # the pods, which outlive their kubelets
-        for name in (
+        control_plane = (
             "coredns",
             "kube-scheduler",
             "kube-controller-manager",
             "kube-apiserver",
             "etcd",
-        ):
+        )
+        # the kubelets, and the controllers started beside the cluster (tests/realk8s/controllers.py)
+        for name in [n for n in self.processes if n not in control_plane]:
+            self.processes[name].stop()
+        delete_everything()  # the pods, which outlive their kubelets
+        for name in control_plane:
             if name in self.processes:
                 self.processes[name].stop()
         self.processes.clear()

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import CONFORMANCE, REPO
+from tests.conformance import REPO
 from tests.realflux import flux_prefix, missing_flux
 from tests.realk8s.api import Api
 from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec
+from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_until
+from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
@@ -60,8 +61,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: Path(item.path).name == "test_teardown.py")
     reason = missing_cluster()
     for item in items:
-        if Path(item.path).is_relative_to(HERE) and "cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if Path(item.path).is_relative_to(HERE) and "cluster" in fixtures:
             item.add_marker(pytest.mark.realk8s)
+            for controller in CONTROLLERS:  # their own markers: -m kueue, -m "not trainer", ...
+                if controller in fixtures:
+                    item.add_marker(getattr(pytest.mark, controller))
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -88,14 +93,48 @@ def cluster() -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="session")
 def crds(cluster: LocalCluster) -> None:
-    """The CRDs of the targets fluxhop renders for controllers it does not
-    run here: JobSet (upstream's, from the conformance data) and MiniCluster
-    (deploy/'s: the Flux Operator's spec with fluxhop's status fields)."""
-    files = [CONFORMANCE / "crds" / "jobset.x-k8s.io_jobsets.yaml", REPO / "deploy" / "crd.yaml"]
-    for path in files:
-        kubectl(cluster, "apply", "--server-side", "-f", str(path))
-    kubectl(cluster, "wait", "--for=condition=Established", "--timeout=60s",
-            "crd/jobsets.jobset.x-k8s.io", "crd/miniclusters.flux-framework.org")  # fmt: skip
+    """The CRDs of the targets fluxhop renders, without their controllers:
+    JobSet's (from the release the jobset controller is built from) and the
+    MiniCluster's (deploy/'s: the Flux Operator's spec, fluxhop's status)."""
+    jobset = (
+        module_dir("jobset", "sigs.k8s.io/jobset")
+        / "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+    )
+    for path in (jobset, REPO / "deploy" / "crd.yaml"):
+        kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-f", str(path))
+    with cluster.admin() as api:
+        for name in ("jobsets.jobset.x-k8s.io", "miniclusters.flux-framework.org"):
+            crd = {"metadata": {"name": name}}
+            wait_until(f"CRD {name} established", lambda crd=crd: established(api, crd), 60, [])
+
+
+def _controller(cluster: LocalCluster, name: str) -> Iterator[Running]:
+    running = Running(cluster, CONTROLLERS[name])
+    try:
+        running.start()
+    except BaseException:
+        running.stop()
+        raise
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def jobset(cluster: LocalCluster) -> Iterator[Running]:
+    """The JobSet controller and its webhooks, from sigs.k8s.io/jobset."""
+    yield from _controller(cluster, "jobset")
+
+
+@pytest.fixture(scope="session")
+def kueue(cluster: LocalCluster, jobset: Running) -> Iterator[Running]:
+    """Kueue (batch/job and JobSet integrations), from sigs.k8s.io/kueue."""
+    yield from _controller(cluster, "kueue")
+
+
+@pytest.fixture(scope="session")
+def trainer(cluster: LocalCluster, jobset: Running) -> Iterator[Running]:
+    """Kubeflow Trainer's controller manager (it makes JobSets: JobSet runs too)."""
+    yield from _controller(cluster, "trainer")
 
 
 @pytest.fixture

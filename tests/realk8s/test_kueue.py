@@ -1,0 +1,149 @@
+"""``--queue`` with the real Kueue (sigs.k8s.io/kueue, its webhooks and CRD
+conversions): a ResourceFlavor, a ClusterQueue with a CPU quota for two
+brokers and a LocalQueue. A MiniCluster waits while another holds the
+quota, with Kueue's own reason in run's message, and is admitted when it
+frees; a higher priority preempts; and resizing an admitted Job is what
+fluxhop's rule (spec/kueue.py resize_problem) says Kueue does with it."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from fluxhop.cluster.api import Kube
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import InputError
+from fluxhop.spec import MiniCluster
+from tests.documents import minicluster_doc
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.controllers import Running
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+QUOTA = {"flavor": "default", "cpu": "2"}  # two brokers of one CPU each
+
+
+@pytest.fixture
+def queue(kueue: Running, admin: Api, namespace: str) -> Iterator[str]:
+    """LocalQueue ``lq`` in the test's namespace, on a ClusterQueue of its own."""
+    cq = f"cq-{namespace}"
+    admin.apply(f"{KUEUE}/resourceflavors/default", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"},
+    }, "test")  # fmt: skip
+    admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": QUOTA["flavor"], "resources": [{"name": "cpu", "nominalQuota": QUOTA["cpu"]}]}]}],
+        },
+    }, "test")  # fmt: skip
+    admin.apply(f"{KUEUE}/namespaces/{namespace}/localqueues/lq", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq},
+    }, "test")  # fmt: skip
+    eventually("the ClusterQueue active", lambda: any(
+        c["type"] == "Active" and c["status"] == "True"
+        for c in admin.get(f"{KUEUE}/clusterqueues/{cq}").get("status", {}).get("conditions") or []))  # fmt: skip
+    yield "lq"
+    # the namespace goes with the test; its Workloads' finalizers need Kueue up
+    for job in admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]:
+        admin.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{job['metadata']['name']}",
+                     {"propagationPolicy": "Background"})  # fmt: skip
+    eventually(
+        "its Workloads gone",
+        lambda: not admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"],
+    )
+    admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/lq")
+    admin.delete(f"{KUEUE}/clusterqueues/{cq}")
+
+
+def flags(namespace: str, queue: str, *more: str) -> list[str]:
+    return [
+        "--namespace",
+        namespace,
+        "--queue",
+        queue,
+        "--cpu",
+        "1",
+        "--flux-in-image",
+        "--image",
+        "host",
+        *more,
+    ]
+
+
+def test_a_minicluster_waits_for_quota_with_kueues_reason(cluster: LocalCluster, admin: Api, namespace: str,
+                                                          queue: str, needs_flux):  # fmt: skip
+    held = fluxhop(
+        cluster, "create", *flags(namespace, queue, "-N", "2", "--name", "first"), timeout=240
+    )
+    assert held.returncode == 0, held.stderr
+    argv = [
+        str(FLUXHOP),
+        "run",
+        *flags(namespace, queue, "-N", "2", "--name", "second", "--", "hostname"),
+    ]
+    waiting = subprocess.Popen(argv, env=command_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    try:
+        workloads = f"{KUEUE}/namespaces/{namespace}/workloads"
+
+        def pending() -> bool:
+            found = [w for w in admin.get(workloads)["items"] if "second" in w["metadata"]["name"]]
+            return any(c["type"] == "QuotaReserved" and c["status"] == "False" and "insufficient" in c.get(
+                "message", "") for w in found for c in w.get("status", {}).get("conditions") or [])  # fmt: skip
+
+        eventually("Kueue holding the second back", pending, 120)
+        assert (
+            admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/second")["spec"]["suspend"]
+            is True
+        )
+        assert fluxhop(cluster, "delete", "--namespace", namespace, "first").returncode == 0
+        stdout, stderr = waiting.communicate(timeout=240)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.communicate()
+    assert waiting.returncode == 0, stderr
+    assert "waiting for admission by queue lq: couldn't assign flavors" in stderr
+    assert "insufficient unused quota for cpu in flavor default" in stderr
+    assert sorted(line for line in stdout.splitlines() if line.startswith("second-")) == [
+        "second-0",
+        "second-1",
+    ]
+
+
+def test_resizing_an_admitted_job_is_what_kueue_restarts(cluster: LocalCluster, admin: Api, namespace: str,
+                                                         queue: str):  # fmt: skip
+    """The rule fluxhop scale follows (spec/kueue.py): Kueue stops an admitted
+    Job whose size changes and queues it again (every broker restarts), so
+    fluxhop refuses it; a MiniCluster still waiting in the queue is resized."""
+    kube = Kube.connect(str(cluster.admin_kubeconfig), namespace=namespace)
+    try:
+        ops = MiniClusters(kube)
+        doc = minicluster_doc("sized", size=1, maxSize=2, interactive=True, flux={"container": {"disable": True}},
+                              jobLabels={"kueue.x-k8s.io/queue-name": queue},
+                              containers=[{"image": "host", "resources": {"requests": {"cpu": "1"}}}])  # fmt: skip
+        root = ops.create(MiniCluster.from_dict(doc))
+        job = f"/apis/batch/v1/namespaces/{namespace}/jobs/sized"
+        eventually("admitted", lambda: admin.get(job)["spec"].get("suspend") is False, 120)
+        with pytest.raises(InputError, match="admitted by Kueue queue lq"):
+            ops.scale(ops.require("sized"), 2)
+        # what the refusal spares the MiniCluster: the same change behind fluxhop's back
+        version = admin.get(job)["metadata"]["resourceVersion"]
+        admin.patch(job, {"spec": {"parallelism": 2, "completions": 2}}, "merge")
+        stopped = False
+        for _, obj in admin.watch(f"/apis/batch/v1/namespaces/{namespace}/jobs", version, timeout=60,
+                                  fieldSelector="metadata.name=sized"):  # fmt: skip
+            if obj.get("spec", {}).get("suspend") is True:
+                stopped = True  # Kueue stopped it: its pods go, and it waits for admission again
+                break
+        assert stopped, "Kueue did not stop the resized Job"
+        del root
+    finally:
+        kube.close()
