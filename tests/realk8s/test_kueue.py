@@ -147,3 +147,89 @@ def test_resizing_an_admitted_job_is_what_kueue_restarts(cluster: LocalCluster, 
         del root
     finally:
         kube.close()
+
+
+def priority(admin: Api, name: str, value: int) -> None:
+    admin.apply(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
+    }, "test")  # fmt: skip
+
+
+def test_a_higher_priority_preempts_and_run_says_so(cluster: LocalCluster, admin: Api, namespace: str,
+                                                     queue: str, needs_flux):  # fmt: skip
+    priority(admin, "fluxhop-test-low", 10)
+    priority(admin, "fluxhop-test-high", 1000)
+    low = [str(FLUXHOP), "run", *flags(namespace, queue, "-N", "2", "--name", "low", "--priority-class",
+                                       "fluxhop-test-low", "--", "sh", "-c", "echo up; sleep 600")]  # fmt: skip
+    first = subprocess.Popen(low, env=command_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    try:
+        assert first.stdout is not None
+        while (line := first.stdout.readline()) and line != "up\n":
+            pass
+        assert line == "up\n"
+        high = fluxhop(cluster, "run", *flags(namespace, queue, "-N", "2", "--name", "high", "--priority-class",
+                                              "fluxhop-test-high", "--", "hostname"), timeout=300)  # fmt: skip
+        assert high.returncode == 0, high.stderr
+        job = admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/low")
+        workloads = admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
+        evicted = [c for w in workloads if "low" in w["metadata"]["name"]
+                   for c in w.get("status", {}).get("conditions") or [] if c["type"] == "Evicted"]  # fmt: skip
+        assert evicted and evicted[0]["reason"] == "Preempted", workloads
+        del job
+    finally:
+        first.send_signal(2)  # Ctrl-C: run deletes it
+        _, stderr = first.communicate(timeout=120)
+    assert "its queue took the MiniCluster back" in stderr, stderr
+
+
+def test_topology_aware_scheduling_takes_the_topology(cluster: LocalCluster, admin: Api, namespace: str,
+                                                       kueue: Running, needs_flux):  # fmt: skip
+    """A Topology over the kubelets' node labels (zone, then host name) and a
+    flavor that names it: --topology required:ZONE puts every broker in one zone."""
+    admin.apply(f"{KUEUE}/topologies/zones", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "zones"},
+        "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]},
+    }, "test")  # fmt: skip
+    admin.apply(f"{KUEUE}/resourceflavors/tas", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+        "spec": {"nodeLabels": {"kubernetes.io/os": "linux"}, "topologyName": "zones"},
+    }, "test")  # fmt: skip
+    cq = f"tas-{namespace}"
+    admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "tas", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}],
+        },
+    }, "test")  # fmt: skip
+    admin.apply(f"{KUEUE}/namespaces/{namespace}/localqueues/near", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "near", "namespace": namespace}, "spec": {"clusterQueue": cq},
+    }, "test")  # fmt: skip
+    try:
+        done = fluxhop(cluster, "run", *flags(namespace, "near", "-N", "2", "--name", "near", "--keep",
+                                              "--topology", "required:topology.kubernetes.io/zone",
+                                              "--", "hostname"), timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=near")[
+            "items"
+        ]
+        zones = {admin.get(f"/api/v1/nodes/{p['spec']['nodeName']}")["metadata"]["labels"][
+            "topology.kubernetes.io/zone"] for p in pods}  # fmt: skip
+        assert len(pods) == 2 and len(zones) == 1, zones
+        (workload,) = [w for w in admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
+                       if "near" in w["metadata"]["name"]]  # fmt: skip
+        assignment = workload["status"]["admission"]["podSetAssignments"][0]
+        assert assignment.get("topologyAssignment"), (
+            assignment
+        )  # Kueue placed it, not the scheduler alone
+    finally:
+        fluxhop(cluster, "delete", "--namespace", namespace, "near")
+        eventually(
+            "its Workload gone",
+            lambda: not admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"],
+        )
+        admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/near")
+        admin.delete(f"{KUEUE}/clusterqueues/{cq}")
