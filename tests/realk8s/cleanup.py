@@ -8,6 +8,7 @@ removes them. ``leftovers`` lists whatever is there, for the tests to check.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 from tests.realk8s.kubelet.network import NETNS_PREFIX, delete_everything, links, netns_names
 from tests.realk8s.processes import kill_recorded
 
-__all__ = ["RUN_DIR", "leftovers", "sweep"]
+__all__ = ["RUN_DIR", "leftovers", "remove_created", "sweep"]
 
 RUN_DIR = Path("/run/fluxhop-realk8s")
 
@@ -47,10 +48,27 @@ def leftovers(workdir: Path, bin_dir: Path) -> list[str]:
     return found + [f"directory {d}" for d in directories if d.exists()]
 
 
+def remove_created(workdir: Path) -> list[str]:
+    """Remove the mount points the kubelets' containers made on the host (the
+    host filesystem stands in for images), deepest first, where nothing else
+    is in them; returns those that are still there."""
+    paths: set[str] = set()
+    for record in workdir.glob("nodes/*/created-paths"):
+        paths.update(line for line in record.read_text().splitlines() if line)
+    for path in sorted(paths, key=lambda p: p.count("/"), reverse=True):
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # only when empty: never what someone put there
+            elif os.path.getsize(path) == 0:
+                os.remove(path)
+    return sorted(p for p in paths if os.path.lexists(p))
+
+
 def sweep(workdir: Path) -> list[str]:
     """Remove what a killed run left; returns what it found."""
     left = [f"process {pid}" for pid in kill_recorded(workdir / "pids")]
     left += delete_everything()
+    left += [f"path {p}" for p in remove_created(workdir)]
     if workdir.exists():
         left.append(f"directory {workdir}")
         shutil.rmtree(workdir, ignore_errors=True)

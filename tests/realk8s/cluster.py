@@ -40,7 +40,7 @@ import yaml
 
 from tests.realk8s.api import Api, Credentials
 from tests.realk8s.binaries import KUBERNETES_VERSION
-from tests.realk8s.cleanup import RUN_DIR, leftovers, sweep
+from tests.realk8s.cleanup import RUN_DIR, leftovers, remove_created, sweep
 from tests.realk8s.components import (
     CLUSTER_DOMAIN,
     apiserver_flags,
@@ -115,6 +115,9 @@ class LocalCluster:
         self.processes: dict[str, Process] = {}
         self.workdir = RUN_DIR / "cluster"
         self.lock_file: Any = None
+        self.created_left: list[
+            str
+        ] = []  # mount points made on the host that stop could not remove
         self.started = 0.0
 
     # --- files ------------------------------------------------------------------------
@@ -365,6 +368,7 @@ class LocalCluster:
         for name in [n for n in self.processes if n not in control_plane]:
             self.processes[name].stop()
         delete_everything()  # the pods, which outlive their kubelets
+        self.created_left = remove_created(self.workdir)
         for name in control_plane:
             if name in self.processes:
                 self.processes[name].stop()
@@ -376,7 +380,8 @@ class LocalCluster:
 
     def leftovers(self) -> list[str]:
         """What of a test cluster is still on this machine (empty after ``stop``)."""
-        return leftovers(self.workdir, self.bin)
+        made = [f"mount point {p}" for p in self.created_left if os.path.lexists(p)]
+        return leftovers(self.workdir, self.bin) + made
 
     def sweep(self) -> list[str]:
         """Remove what a killed run left (its processes, namespaces, files)."""

@@ -188,6 +188,7 @@ def test_argv_is_command_then_args_expanded(tmp_path):
         allocatable={},
         base=base_env(None, "h"),
         directory=tmp_path / "c",
+        created=tmp_path / "created",
     )
     assert spec["argv"] == ["sh", "-c", "echo v $(V)", "a  b"]
     assert spec["own_pid_namespace"] and spec["cwd"] == "/"
@@ -205,6 +206,7 @@ def test_no_command_is_a_config_error(tmp_path):
             allocatable={},
             base={},
             directory=tmp_path,
+            created=tmp_path / "created",
         )
 
 

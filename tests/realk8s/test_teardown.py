@@ -10,10 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conformance import REPO
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually
+from tests.realk8s.tools import eventually, pod_manifest, wait_pod_phase
 
 # A cluster in a process of its own; it prints "up" once a pod of it runs.
 CHILD = """
@@ -37,7 +38,16 @@ def child(cluster: LocalCluster) -> subprocess.Popen[str]:
 
 
 def test_stop_interrupt_and_kill_leave_nothing(cluster: LocalCluster):
+    # a mount point the "image" (the host) lacks is made on the host; stop removes it
+    point = Path(f"/srv/fluxhop-mount-point-{os.getpid()}")
+    with cluster.admin() as api:
+        api.create("/api/v1/namespaces/default/pods", pod_manifest(
+            "mounts", ["true"], volumes=[{"name": "e", "emptyDir": {}}],
+            container={"volumeMounts": [{"name": "e", "mountPath": str(point / "deep")}]}))  # fmt: skip
+        wait_pod_phase(api, "default", "mounts", "Succeeded")
+    assert (point / "deep").is_dir()
     cluster.stop()
+    assert not point.exists()
     assert cluster.leftovers() == []
     # Ctrl-C part-way through a start: start() undoes what it did
     interrupted = child(cluster)

@@ -77,9 +77,11 @@ def container_spec(
     allocatable: dict[str, str],
     base: dict[str, str],
     directory: Path,
+    created: Path,
 ) -> dict[str, Any]:
     """The sandbox's description of one container; ``volumes`` maps a volume
-    name to its path and whether it is mounted read-only."""
+    name to its path and whether it is mounted read-only; ``created`` is where
+    the mount points it makes on the host are recorded."""
     name = container["name"]
     if not container.get("command"):
         raise ConfigError(
@@ -135,6 +137,7 @@ def container_spec(
         "termination_log": str(termination),
         "termination_path": container.get("terminationMessagePath") or "/dev/termination-log",
         "own_pid_namespace": not pod["spec"].get("shareProcessNamespace"),
+        "created": str(created),
     }
 
 

@@ -41,7 +41,8 @@ __all__ = ["PodWorker", "host_pid"]
 
 RETRY = 1.0  # seconds between set-up attempts of a pod that cannot start yet
 STATUS_ATTEMPTS = 90  # about 3 minutes of an API server that does not answer
-SANDBOX = Path(__file__).with_name("sandbox.py")  # run as a script: the standard library only
+SANDBOX = Path(__file__).with_name("sandbox.py")
+CREATED = "created-paths"  # the mount points the node's containers made on the host  # run as a script: the standard library only
 
 
 def host_pid(root: int, pod_pid: int) -> int | None:
@@ -182,6 +183,7 @@ class PodWorker(threading.Thread):
                     allocatable=allocatable,
                     base=base,
                     directory=self.directory / c["name"],
+                    created=self.kubelet.root / CREATED,
                 )
                 for c in pod["spec"].get(key) or []
             ]

@@ -102,8 +102,7 @@ def _container_mounts(c: dict[str, Any]) -> None:
         os.symlink(to, f"/dev/{link}")
     for (_, target, read_only, is_file), fd in zip(c["mounts"], sources, strict=True):
         if not os.path.lexists(target):  # a mount point the image lacks (or inside another mount)
-            os.makedirs(os.path.dirname(target) or "/", exist_ok=True)
-            open(target, "a").close() if is_file else os.mkdir(target)
+            _make_mount_point(target, is_file, c["created"])
         _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
         if read_only:
             _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
@@ -114,6 +113,22 @@ def _container_mounts(c: dict[str, Any]) -> None:
     _mount(f"/proc/self/fd/{termination}", path, None, MS_BIND, None)
     for fd in [*sources, *devices, shm, termination]:
         os.close(fd)
+
+
+def _make_mount_point(target: str, is_file: bool, record: str) -> None:
+    """Create a missing mount point and the directories above it. The host
+    filesystem stands in for the image, so what is made here is made on the
+    host: each path is recorded (``record``) for the test cluster to remove."""
+    missing = [target]
+    while not os.path.lexists(os.path.dirname(missing[-1])):
+        missing.append(os.path.dirname(missing[-1]))
+    with open(record, "a") as f:
+        for path in reversed(missing):
+            try:
+                open(path, "x").close() if is_file and path == target else os.mkdir(path)
+            except FileExistsError:  # another container of the node made it meanwhile
+                continue
+            f.write(path + "\n")
 
 
 def _become(c: dict[str, Any]) -> dict[str, str]:
