@@ -60,6 +60,11 @@ LOCK = Path("/run/fluxhop-realk8s.lock")
 REPO = Path(__file__).resolve().parents[2]
 
 
+# The Flux view images Kubeflow Trainer's flux plugin starts its flux-installer
+# init container from (its default, and the one its examples name).
+FLUX_VIEW_IMAGES = ("ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",)
+
+
 class ClusterError(Exception):
     pass
 
@@ -224,6 +229,17 @@ class LocalCluster:
         self.processes["coredns"] = process.start()
         self.health["coredns"] = f"http://127.0.0.1:{ready}/ready"
 
+    def images(self) -> dict[str, dict[str, str]]:
+        """Image stand-ins: a Flux view image (Kubeflow Trainer's flux plugin
+        copies its /opt/views/._view/* and /opt/software into the pod) made of
+        the flux-core the pods get, where there is one."""
+        if self.flux_prefix is None:
+            return {}
+        software = self.workdir / "images" / "empty-software"
+        software.mkdir(parents=True, exist_ok=True)
+        view = {"/opt/views/._view/fluxhop": str(self.flux_prefix), "/opt/software": str(software)}
+        return {image: view for image in FLUX_VIEW_IMAGES}
+
     def _kubelet(self, index: int, spec: NodeSpec) -> None:
         pair = self.ca.issue(
             f"kubelet-{spec.name}", f"system:node:{spec.name}", groups=("system:nodes",)
@@ -250,6 +266,7 @@ class LocalCluster:
             "flux_prefix": str(self.flux_prefix) if self.flux_prefix else None,
             "capacity": spec.capacity,
             "taints": spec.taints,
+            "images": self.images(),
             "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
             "kubernetes_version": KUBERNETES_VERSION,
         }

@@ -41,6 +41,15 @@ __all__ = ["CONTROLLERS", "Controller", "Running", "established", "module_dir"]
 
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in cmd/kueue (not configurable)
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+NAMESPACED = (
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "Deployment",
+    "ConfigMap",
+    "Secret",
+)
 INSTALLED_KINDS = (
     "Namespace",
     "ServiceAccount",
@@ -71,7 +80,9 @@ class Controller:
     program: str  # the binary tests/realk8s/build.py made
     gomod: str  # its module under tests/realk8s/go/
     module: str  # the controller's Go module
-    kustomization: str  # the directory (in that module) whose render holds its RBAC and webhooks
+    kustomization: (
+        str | tuple[str, ...]
+    )  # the directory (or directories) in that module holding its manifests
     namespace: str
     account: str
     config: Callable[
@@ -146,7 +157,8 @@ CONTROLLERS = {
         narrow={"mjob.kb.io": QUEUED, "vjob.kb.io": QUEUED},
     ),
     "trainer": Controller(
-        "trainer-controller-manager", "trainer", "github.com/kubeflow/trainer/v2", "manifests/overlays/manager",
+        "trainer-controller-manager", "trainer", "github.com/kubeflow/trainer/v2",
+        ("manifests/base/crds", "manifests/base/rbac", "manifests/base/webhook"),
         "kubeflow-system", "kubeflow-trainer-controller-manager", _trainer, cert_env="TMPDIR",
     ),
 }  # fmt: skip
@@ -179,11 +191,28 @@ class Running:
 
     # --- the manifests ------------------------------------------------------------
     def objects(self) -> list[dict[str, Any]]:
+        """Its manifests, rendered by kustomize (kubectl's) from its module:
+        one directory, or several (Trainer's overlay would fetch JobSet from
+        the internet), whose objects are then put in its namespace."""
         c = self.controller
-        source = module_dir(c.gomod, c.module) / c.kustomization
-        text = subprocess.run([str(self.cluster.bin / "kubectl"), "kustomize", str(source)],
-                              capture_output=True, text=True, check=True).stdout  # fmt: skip
-        return [doc for doc in yaml.safe_load_all(text) if doc]
+        root = module_dir(c.gomod, c.module)
+        dirs = (c.kustomization,) if isinstance(c.kustomization, str) else c.kustomization
+        objects = []
+        for directory in dirs:
+            text = subprocess.run([str(self.cluster.bin / "kubectl"), "kustomize", str(root / directory)],
+                                  capture_output=True, text=True, check=True).stdout  # fmt: skip
+            objects += [doc for doc in yaml.safe_load_all(text) if doc]
+        for obj in objects:
+            if obj["kind"] in NAMESPACED and not obj["metadata"].get("namespace"):
+                obj["metadata"]["namespace"] = c.namespace
+            for subject in obj.get("subjects") or []:
+                if subject.get("kind") == "ServiceAccount" and not subject.get("namespace"):
+                    subject["namespace"] = c.namespace
+        if not any(o["kind"] == "Namespace" for o in objects):
+            objects.append(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": c.namespace}}
+            )
+        return objects
 
     def _crds(self, objects: list[dict[str, Any]], ca: str) -> list[dict[str, Any]]:
         crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
@@ -247,7 +276,10 @@ class Running:
             wait_until(
                 "its CRDs established", lambda: all(established(api, crd) for crd in crds), 60, []
             )
-        self._apply([o for o in objects if o["kind"] in INSTALLED_KINDS])
+        installed = [o for o in objects if o["kind"] in INSTALLED_KINDS]
+        self._apply(
+            sorted(installed, key=lambda o: o["kind"] != "Namespace")
+        )  # its namespace first
         certs = self._certificates()
         token = cluster.token(c.namespace, c.account, seconds=24 * 3600)
         kubeconfig = cluster.kubeconfig(c.gomod, token=token)

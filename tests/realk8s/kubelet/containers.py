@@ -78,10 +78,14 @@ def container_spec(
     base: dict[str, str],
     directory: Path,
     created: Path,
+    images: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The sandbox's description of one container; ``volumes`` maps a volume
     name to its path and whether it is mounted read-only; ``created`` is where
-    the mount points it makes on the host are recorded."""
+    the mount points it makes on the host are recorded; ``images`` maps an
+    image to what it adds to the host filesystem (container path -> host
+    path, mounted read-only): an image stand-in, such as a Flux view image's
+    /opt/views made of an installed flux-core."""
     name = container["name"]
     if not container.get("command"):
         raise ConfigError(
@@ -109,6 +113,8 @@ def container_spec(
                 source.is_file(),
             ]
         )
+    for target, source in ((images or {}).get(container.get("image", "")) or {}).items():
+        mounts.append([source, target, True, Path(source).is_file()])
     uid, gid, groups = _security(pod, container)
     directory.mkdir(parents=True, exist_ok=True)
     private = [("tmp", "/tmp", 0o1777), ("var-tmp", "/var/tmp", 0o1777)]

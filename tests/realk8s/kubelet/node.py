@@ -58,6 +58,8 @@ class NodeConfig:
     capacity: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
+    # image -> {container path: host path}: image stand-ins (the host is every image)
+    images: dict[str, dict[str, str]] = field(default_factory=dict)
     lease_renew: float = 2.0
     kubernetes_version: str = "v1.36.3"
 

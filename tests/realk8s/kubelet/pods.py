@@ -184,6 +184,7 @@ class PodWorker(threading.Thread):
                     base=base,
                     directory=self.directory / c["name"],
                     created=self.kubelet.root / CREATED,
+                    images=self.kubelet.config.images,
                 )
                 for c in pod["spec"].get(key) or []
             ]
