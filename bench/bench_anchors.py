@@ -1,0 +1,291 @@
+"""The same work through fluxhop and the systems it replaces, on one real
+cluster (plain script; prints numbers).
+
+    sudo FLUXHOP_FLUX_PREFIX=/opt/flux .venv/bin/python bench/bench_anchors.py [--sizes 2,4,8] [--runs 3]
+
+Needs root, the built test cluster (python -m tests.realk8s.build) and a
+flux-core. A MiniCluster of N brokers runs `hostname` on every rank through:
+`fluxhop run`; `fluxhop operator` (a MiniCluster resource); Kubeflow
+Trainer's flux plugin (a TrainJob on the real Trainer controller); and
+`fluxhop trainer run` (the same TrainJob). Per system and N, the median over
+the runs of: apply (start -> its first pod exists), all pods Running, rank
+0's command started (the time the kubelet stamped on its first line of
+output), and Complete (the run's exit, or the resource's finished
+condition), each from the start. The Flux Operator cannot be built here (the
+Go module proxy refuses its module), so its column and the ratio to it say
+so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.conformance import CONFORMANCE
+from tests.realflux import flux_prefix, missing_flux
+from tests.realk8s.api import Api
+from tests.realk8s.binaries import bin_dir, missing_binaries
+from tests.realk8s.cluster import LocalCluster, NodeSpec, free_port
+from tests.realk8s.controllers import CONTROLLERS, Running
+from tests.realk8s.tools import FLUXHOP, command_env, kubectl
+
+TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
+RUNTIME = CONFORMANCE / "trainer-examples" / "examples__flux__flux-runtime.yaml"
+TRAINJOB = CONFORMANCE / "trainer-examples" / "examples__flux__lammps-train-job.yaml"
+FLUX_OPERATOR = (
+    "not available here: the Go module proxy refuses github.com/flux-framework/flux-operator"
+)
+PHASES = ("apply", "pods running", "command started", "complete")
+
+
+def stamp(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class Pods:
+    """When the namespace's first pod appeared and when N of them ran (a watch)."""
+
+    def __init__(self, api: Api, namespace: str, size: int) -> None:
+        self.api, self.namespace, self.size = api, namespace, size
+        self.first: float | None = None
+        self.running: float | None = None
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        self.version = api.get(path)["metadata"]["resourceVersion"]
+        threading.Thread(target=self._watch, args=(path,), daemon=True).start()
+
+    def _watch(self, path: str) -> None:
+        phases: dict[str, str] = {}
+        for _, pod in self.api.watch(path, self.version, timeout=600):
+            name = pod.get("metadata", {}).get("name")
+            if not name:
+                continue
+            if self.first is None:
+                self.first = time.time()
+            phases[name] = pod.get("status", {}).get("phase", "")
+            if self.running is None and sum(p == "Running" for p in phases.values()) >= self.size:
+                self.running = time.time()
+                return
+
+
+def command_started(
+    api: Api, namespace: str, lead: Callable[[dict[str, Any]], bool]
+) -> float | None:
+    """When rank 0's command printed its first line (the kubelet's stamp)."""
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    for pod in pods:
+        if lead(pod):
+            text = api.text(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log",
+                            timestamps="true", container=pod["spec"]["containers"][0]["name"])  # fmt: skip
+            for line in text.splitlines():
+                when, _, rest = line.partition(" ")
+                if rest.startswith(("lead-", "anchor-", "train-")) and "-" in rest:  # a host name
+                    return stamp(when)
+    return None
+
+
+def rank0(pod: dict[str, Any]) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    index = labels.get("batch.kubernetes.io/job-completion-index")
+    return index == "0" and labels.get("jobset.sigs.k8s.io/job-index", "0") == "0"
+
+
+def until(check: Callable[[], bool], timeout: float = 600) -> float:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit("bench_anchors: a run did not finish in time")
+        time.sleep(0.05)
+    return time.time()
+
+
+def conditions(obj: dict[str, Any] | None) -> set[str]:
+    return {
+        c["type"]
+        for c in (obj or {}).get("status", {}).get("conditions") or []
+        if c["status"] == "True"
+    }
+
+
+class Bench:
+    def __init__(self, cluster: LocalCluster, operator_kubeconfig: Path, tmp: Path) -> None:
+        self.cluster, self.operator_kubeconfig, self.tmp = cluster, operator_kubeconfig, tmp
+
+    def namespace(self) -> str:
+        name = f"anchor-{uuid.uuid4().hex[:6]}"
+        with self.cluster.admin() as api:
+            api.create("/api/v1/namespaces", {"metadata": {"name": name}})
+        return name
+
+    def measure(
+        self, size: int, start: Callable[[Api, str], Callable[[], float]]
+    ) -> dict[str, float]:
+        namespace = self.namespace()
+        with self.cluster.admin() as api, self.cluster.admin() as watcher:
+            pods = Pods(watcher, namespace, size)
+            started = time.time()
+            complete = start(api, namespace)()
+            command = command_started(api, namespace, rank0)
+            api.delete(f"/api/v1/namespaces/{namespace}")
+        if None in (pods.first, pods.running, command):
+            raise SystemExit("bench_anchors: a phase went unseen")
+        assert pods.first and pods.running and command
+        return {"apply": pods.first - started, "pods running": pods.running - started,
+                "command started": command - started, "complete": complete - started}  # fmt: skip
+
+    # --- the systems --------------------------------------------------------------
+    def fluxhop_run(self, size: int) -> Callable[[Api, str], Callable[[], float]]:
+        def start(api: Api, namespace: str) -> Callable[[], float]:
+            argv = [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
+                    "-N", str(size), "--name", "lead", "--keep", "--", "hostname"]  # fmt: skip
+            process = subprocess.Popen(argv, env=command_env(self.cluster), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)  # fmt: skip
+            return lambda: (process.wait(), time.time())[1]
+
+        return start
+
+    def fluxhop_operator(self, size: int) -> Callable[[Api, str], Callable[[], float]]:
+        def start(api: Api, namespace: str) -> Callable[[], float]:
+            log = open(self.tmp / f"operator-{namespace}.log", "wb")  # noqa: SIM115 (the child keeps it)
+            argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
+                    "operator", "-n", namespace, "--standalone",
+                    "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]  # fmt: skip
+            operator = subprocess.Popen(argv, env=command_env(self.cluster, self.operator_kubeconfig),
+                                        stdout=log, stderr=log)  # fmt: skip
+            resource = {
+                "apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
+                "metadata": {"name": "lead", "namespace": namespace},
+                "spec": {"size": size, "logging": {"quiet": True}, "flux": {"container": {"disable": True}},
+                         "containers": [{"image": "host", "command": "hostname"}]},
+            }  # fmt: skip
+            api.create(
+                f"/apis/flux-framework.org/v1alpha2/namespaces/{namespace}/miniclusters", resource
+            )
+            path = f"/apis/flux-framework.org/v1alpha2/namespaces/{namespace}/miniclusters/lead"
+
+            def done() -> float:
+                finished = until(lambda: bool(conditions(api.find(path)) & {"Succeeded", "Failed"}))
+                operator.terminate()
+                operator.wait()
+                log.close()
+                return finished
+
+            return done
+
+        return start
+
+    def trainjob(self, size: int, namespace: str) -> dict[str, Any]:
+        document = yaml.safe_load(TRAINJOB.read_text())
+        document["metadata"].update(name="train", namespace=namespace)
+        document["spec"]["trainer"].update(command=["hostname"], numNodes=size, numProcPerNode=1)
+        return document
+
+    def trainer(self, size: int) -> Callable[[Api, str], Callable[[], float]]:
+        def start(api: Api, namespace: str) -> Callable[[], float]:
+            api.create(
+                f"{TRAINER}/namespaces/{namespace}/trainjobs", self.trainjob(size, namespace)
+            )
+            path = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/train"
+            return lambda: until(lambda: bool(conditions(api.find(path)) & {"Completed", "Failed"}))
+
+        return start
+
+    def fluxhop_trainer(self, size: int) -> Callable[[Api, str], Callable[[], float]]:
+        def start(api: Api, namespace: str) -> Callable[[], float]:
+            source = self.tmp / f"{namespace}.yaml"
+            source.write_text(yaml.safe_dump(self.trainjob(size, namespace)))
+            argv = [
+                str(FLUXHOP),
+                "trainer",
+                "run",
+                "-f",
+                str(source),
+                "--runtime",
+                str(RUNTIME),
+                "--keep",
+            ]
+            process = subprocess.Popen(argv, env=command_env(self.cluster), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)  # fmt: skip
+            return lambda: (process.wait(), time.time())[1]
+
+        return start
+
+
+def deploy_operator(cluster: LocalCluster) -> Path:
+    """deploy/ without its Deployment; a kubeconfig of its ServiceAccount."""
+    text = kubectl(cluster, "kustomize", str(Path(__file__).resolve().parents[1] / "deploy")).stdout
+    objects = [d for d in yaml.safe_load_all(text) if d and d["kind"] != "Deployment"]
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    return cluster.kubeconfig(
+        "operator", token=cluster.token("fluxhop-system", "fluxhop-operator", 24 * 3600)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="2,4,8")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
+    if reason:
+        raise SystemExit(f"bench_anchors: {reason}")
+    sizes = [int(n) for n in args.sizes.split(",")]
+    nodes = [NodeSpec(f"node-{i}", capacity={"cpu": "16", "pods": "110"}) for i in range(3)]
+    cluster = LocalCluster(bin_dir() or Path(), nodes, flux_prefix=flux_prefix()).start()
+    controllers = []
+    try:
+        controllers = [
+            Running(cluster, CONTROLLERS[name]).start() for name in ("jobset", "trainer")
+        ]
+        with cluster.admin() as api:
+            runtime = yaml.safe_load(RUNTIME.read_text())
+            api.create(f"{TRAINER}/clustertrainingruntimes", runtime)
+        with tempfile.TemporaryDirectory() as tmp:
+            bench = Bench(cluster, deploy_operator(cluster), Path(tmp))
+            systems = {
+                "fluxhop run": bench.fluxhop_run,
+                "fluxhop operator": bench.fluxhop_operator,
+                "Kubeflow Trainer": bench.trainer,
+                "fluxhop trainer run": bench.fluxhop_trainer,
+            }
+            results: dict[tuple[str, int], dict[str, float]] = {}
+            for size in sizes:
+                for system, make in systems.items():
+                    runs = [bench.measure(size, make(size)) for _ in range(args.runs)]
+                    results[(system, size)] = {
+                        p: statistics.median(r[p] for r in runs) for p in PHASES
+                    }
+        print(f"median of {args.runs} runs, seconds from the start: " + " / ".join(PHASES))
+        for size in sizes:
+            for system in systems:
+                row = results[(system, size)]
+                print(f"N={size:<3} {system:<20} " + "  ".join(f"{row[p]:6.2f}" for p in PHASES))
+            print(f"N={size:<3} {'Flux Operator':<20} {FLUX_OPERATOR}")
+            ratio = (
+                results[("fluxhop trainer run", size)]["complete"]
+                / results[("Kubeflow Trainer", size)]["complete"]
+            )
+            print(f"N={size:<3} ratio fluxhop trainer run / Trainer (complete): {ratio:.2f}")
+        print(f"worst ratio fluxhop/Flux Operator: n/a ({FLUX_OPERATOR})")
+    finally:
+        for running in controllers:
+            running.stop()
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
