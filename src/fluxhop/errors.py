@@ -77,6 +77,10 @@ class Unreachable(ClusterError):
     """The API server could not be reached."""
 
 
+class Expired(ClusterError):
+    """A watch from a resourceVersion the API server no longer keeps (410 Gone)."""
+
+
 class Unauthorized(ClusterError):
     """401: the credentials were refused."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,15 @@ def write_kubeconfig(path: Path, *, namespace: str = "default", context: str = "
         )
     )
     return path
+
+
+def eventually(holds, timeout: float = 30) -> None:
+    """Until ``holds()``: for what the fake does on its controller thread or
+    a request records (neither always notifies ``fake.changed``)."""
+    deadline = time.monotonic() + timeout
+    while not holds():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def foreign_job(name: str, namespace: str = "default") -> dict:

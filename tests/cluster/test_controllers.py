@@ -6,7 +6,6 @@ the Job controller's two steps to Complete/Failed, and the TTL controller."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,7 +18,7 @@ from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.placement import Placement
 from fluxhop.workload.marks import prepare
 from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
-from tests.cluster.fixtures import SERVER, write_kubeconfig
+from tests.cluster.fixtures import SERVER, eventually, write_kubeconfig
 from tests.cluster.kueue import Kueue
 
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -34,13 +33,6 @@ def spec(nodes: int = 2, *, max_size: int | None = None, queue: str | None = Non
         max_size=max_size,
         placement=Placement(queue=queue) if queue else None,
     )
-
-
-def eventually(holds, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def conditions(fake) -> list[tuple[str, str, str]]:

@@ -67,3 +67,20 @@ def test_the_first_refusal_is_the_callers():
 def test_stamps_sort_although_go_trims_their_zeros():
     assert stamp_key("2026-12-01T10:00:05.5Z") > stamp_key("2026-12-01T10:00:05.45Z")
     assert stamp_key("2026-12-01T10:00:05Z") < stamp_key("2026-12-01T10:00:05.000000001Z")
+
+
+def test_lines_that_share_a_stamp_are_neither_lost_nor_repeated():
+    same = "2026-12-01T10:00:01.5Z"
+    kube = Kube(
+        [f"{same} a\n", Unreachable("lost")],
+        [f"{same} a\n", f"{same} b\n", stamped(30, "c")],
+        running=(False,),
+    )
+    assert list(follow_log(kube, "p", "c")) == ["a\n", "b\n", "c\n"]
+
+
+def test_a_log_that_keeps_ending_early_is_an_error_not_a_silent_end():
+    streams = [[stamped(1, "a")]] + [[stamped(1, "a")]] * 20
+    kube = Kube(*streams, running=(True,) * 21)
+    with pytest.raises(Unreachable, match="gave up following it"):
+        list(follow_log(kube, "p", "c"))

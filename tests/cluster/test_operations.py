@@ -320,6 +320,31 @@ def test_an_api_server_that_restarts_is_waited_for(fake, kubeconfig):
     assert sum(sleeps[8:]) <= 30  # the request timeout bounds it
 
 
+def test_a_watch_outlives_an_api_server_that_restarts(fake, kubeconfig):
+    """A watch dropped by a restarting API server reconnects once it answers
+    again (lightkube's reconnect is outside its error handler: fluxhop's own
+    loop tries again for the whole request timeout)."""
+    watches = {"served": 0, "refused": 0}
+
+    def restarting(request):
+        if request.url.params.get("watch") == "true":
+            if watches["served"] and watches["refused"] < 8:
+                watches["refused"] += 1
+                raise httpx2.ConnectError("connection refused", request=request)
+            watches["served"] += 1
+        return fake.handle(request)
+
+    sleeps: list[float] = []
+    fake.drop_watch_after = 1
+    kube = Kube.connect(
+        str(kubeconfig), transport=httpx2.MockTransport(restarting), sleep=sleeps.append
+    )
+    ops = MiniClusters(kube)
+    root = ops.create(spec())
+    assert ops.wait_exit(root, timeout=60) == 0
+    assert watches["refused"] == 8 and max(sleeps) <= 2.0
+
+
 def test_scale_within_max_size(fake, ops):
     root = ops.create(spec(max_size=4))
     scaled = ops.scale(root, 3)

@@ -6,7 +6,6 @@ the Job fails."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +14,7 @@ import fluxhop
 from fluxhop.errors import NotFound
 from fluxhop.spec.flags import minicluster_from_flags
 from tests.cluster.fakeapi import BACKOFF
+from tests.cluster.fixtures import eventually
 
 
 @pytest.fixture
@@ -40,13 +40,6 @@ def test_a_disrupted_lead_ends_nothing_and_its_replacement_is_found(fake, ops, r
 def conditions(fake) -> list[tuple[str, str]]:
     job = fake.get("Job", "demo") or {}
     return [(c["type"], c["reason"]) for c in job.get("status", {}).get("conditions", [])]
-
-
-def eventually(holds, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_a_lead_deleted_while_it_is_watched_ends_with_sigterm_and_fails_the_job(

@@ -17,75 +17,34 @@ import httpx2
 from lightkube import ApiError, Client, ConfigError
 from lightkube.types import CascadeType, OnErrorAction, OnErrorResult, PatchType
 
+from fluxhop.cluster.answers import (
+    MAX_UNREACHABLE_DELAY,
+    RETRYABLE,
+    detail,
+    failure_of,
+    in_credentials,
+    retry_after,
+    translate,
+)
 from fluxhop.cluster.config import ResolvedConfig, resolve
 from fluxhop.cluster.kinds import Kind, kind, kind_of
 from fluxhop.errors import (
-    AlreadyExists,
     ClusterError,
+    Expired,
     FluxhopError,
-    Forbidden,
     InputError,
     KubeconfigError,
     NotFound,
-    NotInstalled,
-    Unauthorized,
     Unreachable,
 )
 
 __all__ = ["FIELD_MANAGER", "Kube"]
 
 FIELD_MANAGER = "fluxhop"
-RETRYABLE = {429, 500, 502, 503, 504}
-# The longest wait between tries of an API server that cannot be reached.
-MAX_UNREACHABLE_DELAY = 2.0
 # kubectl's --request-timeout: how long one call may take, retries included.
 # (An unresponsive server took six 10 s tries, 67 s, before this bound.)
 DEFAULT_REQUEST_TIMEOUT = 30.0
 T = TypeVar("T")
-
-INSTALL_HINT = {
-    "JobSet": "install the JobSet controller, or use --target job",
-    "MiniCluster": "install the Flux Operator, or use --target job",
-    "TrainJob": "install Kubeflow Trainer",
-    "Workload": "install Kueue, or create the MiniCluster without --queue",
-}
-
-
-def _status(err: Exception) -> tuple[int, str, str, bool]:
-    """(code, reason, message, names an object) of an API failure."""
-    if isinstance(err, ApiError):
-        status = err.status
-        details = status.details
-        named = bool(details and getattr(details, "name", None))
-        return status.code or 0, status.reason or "", status.message or "", named
-    if isinstance(err, httpx2.HTTPStatusError):
-        return err.response.status_code, err.response.reason_phrase, err.response.text[:200], False
-    return 0, "", str(err), False
-
-
-def _detail(err: BaseException) -> str:
-    text = " ".join(str(err).split())[:200]
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
-def _in_credentials(err: BaseException) -> bool:
-    """Whether ``err`` came from lightkube getting credentials (running an exec
-    plugin, reading a token) rather than from the API server's answer."""
-    tb = err.__traceback__
-    while tb is not None:
-        if "lightkube/config" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def _retry_after(err: Exception) -> float | None:
-    response = getattr(err, "response", None)
-    header = response.headers.get("Retry-After") if response is not None else None
-    try:
-        return min(float(header), 10.0) if header else None
-    except ValueError:
-        return None
 
 
 class Kube:
@@ -149,7 +108,7 @@ class Kube:
         except Exception as err:  # lightkube/ssl on certificates it cannot load
             raise KubeconfigError(
                 f"kubeconfig context {resolved.context or '(in-cluster)'} ({resolved.source}) "
-                f"is unusable: {_detail(err)}"
+                f"is unusable: {detail(err)}"
             ) from None
         return cls(
             client,
@@ -180,31 +139,8 @@ class Kube:
     # --- error handling -------------------------------------------------
 
     def _translate(self, err: Exception, verb: str, what: Kind, name: str | None) -> ClusterError:
-        code, reason, message, named = _status(err)
-        target = f"{what.kind} {name}" if name else what.title
-        where = f"in namespace {self.namespace}"
-        if code == 401:
-            return Unauthorized(
-                f"the Kubernetes API at {self.server} refused the credentials of context "
-                f"{self.context or '(in-cluster)'} (401 Unauthorized); log in again"
-            )
-        if code == 403:
-            return Forbidden(
-                f"forbidden: you may not {verb} {what.title} {where}; ask your cluster admin for "
-                f"RBAC permission to {verb} {what.title} (API said: {message})"
-            )
-        if code == 404 and not named and what.kind in INSTALL_HINT:
-            return NotInstalled(
-                f"the {what.kind} API ({what.group}) is not installed in this cluster; "
-                f"{INSTALL_HINT[what.kind]}"
-            )
-        if code == 404:
-            return NotFound(f"{target} not found {where}")
-        if code == 409:
-            return AlreadyExists(f"{target} {where}: conflict: {message}")
-        if code == 422:
-            return ClusterError(f"the API server rejected {target}: {message}")
-        return ClusterError(f"{verb} {target} {where} failed: {code} {reason}: {message}".strip())
+        return translate(err, verb, what, name, namespace=self.namespace, server=self.server,
+                         context=self.context)  # fmt: skip
 
     def _retry(
         self, attempt: int, spent: float, delay: float, *, unreachable: bool = False
@@ -236,8 +172,8 @@ class Kube:
             try:
                 return request()
             except (ApiError, httpx2.HTTPStatusError) as err:
-                code = _status(err)[0]
-                delay = _retry_after(err) or self.backoff * 2 ** min(attempt, 16)
+                code = failure_of(err)[0]
+                delay = retry_after(err) or self.backoff * 2 ** min(attempt, 16)
                 if code in RETRYABLE and self._retry(attempt, spent(), delay):
                     attempt += 1
                     slept += delay
@@ -260,19 +196,19 @@ class Kube:
                 ) from None
             except ConfigError as err:  # e.g. an exec credential plugin that failed
                 raise KubeconfigError(
-                    f"kubeconfig context {self.context or '(in-cluster)'}: {_detail(err)}"
+                    f"kubeconfig context {self.context or '(in-cluster)'}: {detail(err)}"
                 ) from None
             except FluxhopError:
                 raise
             except Exception as err:  # credentials, or an answer lightkube could not read
-                if _in_credentials(err):
+                if in_credentials(err):
                     raise KubeconfigError(
                         f"kubeconfig context {self.context or '(in-cluster)'}: its credentials "
-                        f"could not be had (exec plugin or token): {_detail(err)}"
+                        f"could not be had (exec plugin or token): {detail(err)}"
                     ) from None
                 raise ClusterError(
                     f"{verb} {what.title} in namespace {self.namespace}: the Kubernetes API at "
-                    f"{self.server} sent an answer that is not JSON ({_detail(err)})"
+                    f"{self.server} sent an answer that is not JSON ({detail(err)})"
                 ) from None
 
     # --- verbs ------------------------------------------------------------
@@ -387,29 +323,38 @@ class Kube:
         *,
         labels: dict[str, str] | None = None,
         resource_version: str | None = None,
+        relist: bool = True,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Events of ``kind_name``; resumes after drops (lightkube re-watches from
-        the last resourceVersion) and starts over after ``410 Gone``."""
+        """Events of ``kind_name``; resumes after drops (from the last
+        resourceVersion, trying an API server that cannot be reached for the
+        whole request timeout) and starts over after ``410 Gone`` - or, with
+        ``relist=False``, raises ``Expired``."""
         what = kind(kind_name)
-        failing_since = [self.clock()]
+        failing_since: list[float] = []  # when the current run of failures began
+
+        def unreachable(count: int) -> float | None:
+            """How long to wait before another try, or None when time is up."""
+            if count == 1 or not failing_since:
+                failing_since[:] = [self.clock()]
+            delay = min(self.backoff * 2 ** min(count - 1, 16), MAX_UNREACHABLE_DELAY)
+            return (
+                delay if self.clock() - failing_since[0] + delay <= self.request_timeout else None
+            )
 
         def on_error(err: Exception, count: int) -> OnErrorResult:
-            code = _status(err)[0]
-            delay = self.backoff * 2 ** min(count - 1, 16)
-            if count == 1:
-                failing_since[0] = self.clock()
+            code = failure_of(err)[0]
             if isinstance(err, httpx2.TransportError) and not isinstance(
                 err, httpx2.TimeoutException
             ):
-                # unreachable (a restarting API server): for the whole request timeout
-                delay = min(delay, MAX_UNREACHABLE_DELAY)
-                if self.clock() - failing_since[0] + delay <= self.request_timeout:
+                delay = unreachable(count)
+                if delay is not None:
                     return OnErrorResult(OnErrorAction.RETRY, delay)
             elif code != 410 and code in RETRYABLE and count <= self.retries:
-                return OnErrorResult(OnErrorAction.RETRY, delay)
+                return OnErrorResult(OnErrorAction.RETRY, self.backoff * 2 ** min(count - 1, 16))
             return OnErrorResult(OnErrorAction.RAISE)
 
         version = resource_version
+        attempts = 0
         while True:
             stream = self.client.watch(
                 what.resource,
@@ -420,19 +365,28 @@ class Kube:
             )
             try:
                 for event, obj in stream:
+                    attempts = 0
                     data = obj.to_dict()
                     version = data.get("metadata", {}).get("resourceVersion") or version
                     yield event, data
                 return
             except (ApiError, httpx2.HTTPStatusError) as err:
-                if _status(err)[0] == 410:
+                if failure_of(err)[0] == 410:
+                    if not relist:
+                        raise Expired(f"the watch on {what.title} is too old to resume") from None
                     version = None  # too old: list the current state again
                     continue
                 raise self._translate(err, "watch", what, None) from None
             except httpx2.TransportError as err:
-                raise Unreachable(
-                    f"lost the watch on {what.title} at {self.server}: {err}"
-                ) from None
+                # lightkube reconnects outside its error handler: a refused
+                # reconnect (a restarting API server) lands here
+                attempts += 1
+                delay = None if isinstance(err, httpx2.TimeoutException) else unreachable(attempts)
+                if delay is None:
+                    raise Unreachable(
+                        f"lost the watch on {what.title} at {self.server}: {err}"
+                    ) from None
+                self.sleep(delay)
 
     def log(
         self,

@@ -50,17 +50,27 @@ def follow_log(
 ) -> Iterator[str]:
     """The lines of ``container``'s log as they come, until it ends."""
     last: tuple[str, str] | None = None
+    at_last = 0  # lines passed on that carry the stamp ``last`` (a stamp is not unique)
     last_at = 0.0
     breaks = 0
     while True:
         since = None if last is None else int(clock() - last_at) + SLACK
+        seen_at_last = 0
         try:
             for line in kube.log(pod, container, follow=True, timestamps=True, since_seconds=since):
                 stamp, _, text = line.partition(" ")
                 key = stamp_key(stamp)
-                if last is not None and key <= last:
+                if last is not None and key < last:
                     continue  # passed on before the stream broke
-                last, last_at, breaks = key, clock(), 0
+                if last is not None and key == last:
+                    seen_at_last += 1
+                    if seen_at_last <= at_last:
+                        continue  # the same: passed on before
+                    at_last += 1
+                else:
+                    last, at_last = key, 1
+                    seen_at_last = 1
+                last_at, breaks = clock(), 0
                 yield text
         except Unreachable:
             breaks += 1
@@ -75,4 +85,7 @@ def follow_log(
             return
         breaks += 1  # ended early (an API server that shut down): follow again
         if breaks > MAX_BREAKS:
-            return
+            raise Unreachable(
+                f"the log of pod {pod} ended {MAX_BREAKS} times while its container ran; "
+                "gave up following it"
+            )

@@ -105,7 +105,8 @@ class MiniClusters(Waiting):
             # scale or Kueue set since are theirs, and applying the first value
             # again would conflict); only the children are applied, to finish
             # what an interrupted create left out
-            root = existing if existing is not None else self.kube.apply(root_obj)
+            same_owners = existing is not None and _owner_uids(existing) == _owner_uids(root_obj)
+            root = existing if existing is not None and same_owners else self.kube.apply(root_obj)
             reference = owner_reference(root)
             for obj in objects[:-1]:
                 if existing is not None and obj["kind"] == "Secret":
@@ -261,6 +262,10 @@ class MiniClusters(Waiting):
     def delete_root(self, root: Root) -> None:
         """One DELETE of the root; the garbage collector removes the rest."""
         self.kube.delete(ROOT_KINDS[root.target], root.name)
+
+
+def _owner_uids(obj: dict[str, Any]) -> set[str]:
+    return {ref.get("uid", "") for ref in obj["metadata"].get("ownerReferences") or []}
 
 
 def _owned_by_a_root(obj: dict[str, Any]) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import NotFound, NotInstalled, WaitTimeout
+from fluxhop.errors import Expired, NotFound, NotInstalled, WaitTimeout
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.spec.kueue import KUEUE_JOB_UID
 from fluxhop.workload.marks import ROOT_KINDS
@@ -37,6 +37,7 @@ __all__ = ["Waiting"]
 
 STOPPED = (143, 137)  # SIGTERM, or SIGKILL once the grace period is over
 LAST_STATE_WAIT = 10.0  # seconds to replay a gone pod's last changes
+LAST_SEEN_KEPT = 16  # pods whose last state a long-lived client keeps
 
 
 class Waiting:
@@ -56,6 +57,7 @@ class Waiting:
         *,
         optional: bool = False,
         resource_version: str | None = None,
+        relist: bool = True,
     ) -> None:
         """Events of ``kind_name`` onto ``events`` as (kind, event, object), from
         a daemon thread, so that waits can time out; an ``optional`` kind whose
@@ -64,7 +66,9 @@ class Waiting:
 
         def pump() -> None:
             try:
-                watch = self.kube.watch(kind_name, labels=labels, resource_version=resource_version)
+                watch = self.kube.watch(
+                    kind_name, labels=labels, resource_version=resource_version, relist=relist
+                )
                 for event, obj in watch:
                     events.put((kind_name, event, obj))
                     if stop.is_set():
@@ -100,6 +104,7 @@ class Waiting:
         timeout: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         since: dict[str, Any] | None = None,
+        relist: bool = True,
     ) -> Progress:
         """Until ``until(progress)`` holds: first, for a queued MiniCluster, until
         its queue admits it; then one watch of its pods. ``since``: a pod just
@@ -115,7 +120,7 @@ class Waiting:
         if since is not None:
             progress.pods[since["metadata"]["name"]] = since
             version = since["metadata"].get("resourceVersion")
-        self._watch("Pod", root.pod_selector, stop, events, resource_version=version)
+        self._watch("Pod", root.pod_selector, stop, events, resource_version=version, relist=relist)
         try:
             while True:
                 item = self._next(events, self._remaining(deadline))
@@ -125,7 +130,7 @@ class Waiting:
                 name = pod["metadata"]["name"]
                 if event == "DELETED":
                     progress.pods.pop(name, None)
-                    self.last_seen[name] = pod  # its state when deleted: how it ended
+                    self._remember(pod)  # its state when deleted: how it ended
                 else:
                     progress.pods[name] = pod
                 if on_progress:
@@ -296,7 +301,7 @@ class Waiting:
             progress = self.wait(root, lambda p: over(p.pods.get(name)), timeout=timeout, since=pod)
             pod = progress.pods.get(name)
         if pod is not None:
-            self.last_seen[name] = pod  # why it ended, for interruption() once it is gone
+            self._remember(pod)  # why it ended, for interruption() once it is gone
         if pod is None:
             return self._ended_without_lead(root)
         if disrupted(pod):
@@ -337,14 +342,28 @@ class Waiting:
             return 0
         return None
 
+    def _remember(self, pod: dict[str, Any]) -> None:
+        """Keep a pod's last state seen (the last few pods only)."""
+        self.last_seen.pop(pod["metadata"]["name"], None)
+        self.last_seen[pod["metadata"]["name"]] = pod
+        while len(self.last_seen) > LAST_SEEN_KEPT:
+            del self.last_seen[next(iter(self.last_seen))]
+
     def _last_state(self, root: Root, since: dict[str, Any]) -> None:
         """A pod that is gone before it could be read: its changes since
         ``since`` (a state read earlier), replayed by a watch from its
         resourceVersion, tell how it ended (kept in last_seen)."""
         name = since["metadata"]["name"]
-        # WaitTimeout: its history is compacted away, nothing more to learn
-        with contextlib.suppress(WaitTimeout):
-            self.wait(root, lambda p: name not in p.pods, timeout=LAST_STATE_WAIT, since=since)
+        # Expired: its history is compacted away, nothing more to learn; the
+        # timeout is a bound only: the replay comes at once, or the 410
+        with contextlib.suppress(WaitTimeout, Expired):
+            self.wait(
+                root,
+                lambda p: name not in p.pods,
+                timeout=LAST_STATE_WAIT,
+                since=since,
+                relist=False,
+            )
 
     def failing_pod(self, root: Root) -> dict[str, Any] | None:
         """The pod whose own failure failed the workload: it ended with an
@@ -357,6 +376,7 @@ class Waiting:
         return None
 
     def failed_pod_code(self, root: Root) -> int | None:
+        """The exit code of the pod whose own failure failed the workload, if any."""
         pod = self.failing_pod(root)
         return None if pod is None else exit_code(pod, root.container)
 
