@@ -66,7 +66,8 @@ def remove_created(workdir: Path) -> list[str]:
 
 def sweep(workdir: Path) -> list[str]:
     """Remove what a killed run left; returns what it found."""
-    left = [f"process {pid}" for pid in kill_recorded(workdir / "pids")]
+    ours = ("realk8s", str(RUN_DIR))  # the binaries' cache and the kubelets' paths say so
+    left = [f"process {pid}" for pid in kill_recorded(workdir / "pids", ours)]
     left += delete_everything()
     left += [f"path {p}" for p in remove_created(workdir)]
     if workdir.exists():

@@ -292,6 +292,8 @@ class LocalCluster:
         try:
             fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            self.lock_file.close()
+            self.lock_file = None
             raise ClusterError("another test cluster is running on this machine") from None
         self.sweep()
         try:
@@ -338,20 +340,19 @@ class LocalCluster:
         everything = list(self.processes.values())
         for name, url in self.health.items():
             wait_until(f"{name} healthy", lambda url=url: healthy(url), 120, everything)
-        api = self.admin()
-        wait_until(
-            "every node Ready",
-            lambda: self.ready_nodes(api) == {n.name for n in self.node_specs},
-            120,
-            everything,
-        )
-        wait_until(
-            "the default ServiceAccount",
-            lambda: api.find("/api/v1/namespaces/default/serviceaccounts/default"),
-            60,
-            everything,
-        )
-        api.close()
+        with self.admin() as api:
+            wait_until(
+                "every node Ready",
+                lambda: self.ready_nodes(api) == {n.name for n in self.node_specs},
+                120,
+                everything,
+            )
+            wait_until(
+                "the default ServiceAccount",
+                lambda: api.find("/api/v1/namespaces/default/serviceaccounts/default"),
+                60,
+                everything,
+            )
 
     def stop_kubelet(self, node: str) -> None:
         """Kill a node's kubelet (a fault): its pods run on, unseen; its

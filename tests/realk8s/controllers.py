@@ -187,7 +187,9 @@ class Running:
         self.port, self.health = free_port(), free_port()
         self.process: Process | None = None
         self.webhooks: list[dict[str, Any]] = []
-        self.made_metrics_certs = False
+        self.made: Path | None = (
+            None  # what it made outside the cluster's directory (Kueue's certs)
+        )
 
     # --- the manifests ------------------------------------------------------------
     def objects(self) -> list[dict[str, Any]]:
@@ -260,10 +262,13 @@ class Running:
         shutil.copy(pair.cert, certs / "tls.crt")
         shutil.copy(pair.key, certs / "tls.key")
         if self.controller.gomod == "kueue" and not KUEUE_METRICS_CERTS.exists():
+            top = KUEUE_METRICS_CERTS
+            while not top.parent.exists():
+                top = top.parent  # the first directory this makes, and removes again
             KUEUE_METRICS_CERTS.mkdir(parents=True)
             shutil.copy(pair.cert, KUEUE_METRICS_CERTS / "tls.crt")
             shutil.copy(pair.key, KUEUE_METRICS_CERTS / "tls.key")
-            self.made_metrics_certs = True
+            self.made = top
         return certs
 
     def start(self) -> Running:
@@ -315,5 +320,5 @@ class Running:
             )
         if self.process is not None:
             self.process.stop()
-        if self.made_metrics_certs:
-            shutil.rmtree(KUEUE_METRICS_CERTS.parent.parent, ignore_errors=True)  # /etc/kueue
+        if self.made is not None:
+            shutil.rmtree(self.made, ignore_errors=True)

@@ -60,16 +60,16 @@ class Process:
 
     def stop(self, grace: float = 10) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds (its whole session)."""
-        if self.popen is None:
-            return
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(grace)
+        if self.popen is None or self.popen.returncode is not None:
+            return  # never started, or already waited for (its pid may be another's now)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGKILL)  # and whatever it started in its session
-        self.popen.wait()
+            os.killpg(self.popen.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(grace)
+        if self.popen.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)  # and whatever it started in its session
+            self.popen.wait()
 
     def kill(self) -> None:
         """SIGKILL the process alone (a crash: its children, if any, live on)."""
@@ -79,13 +79,20 @@ class Process:
             self.popen.wait()
 
 
-def kill_recorded(pidfile: Path) -> list[int]:
-    """SIGKILL every recorded session that still exists; returns their pids."""
+def kill_recorded(pidfile: Path, markers: tuple[str, ...]) -> list[int]:
+    """SIGKILL every recorded session that still exists and is still ours (its
+    command line names one of ``markers``); returns their pids."""
     if not pidfile.exists():
         return []
     killed = []
     for line in pidfile.read_text().split():
         pid = int(line)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if not any(marker in cmdline for marker in markers):
+            continue  # the number went to another process since
         try:
             os.killpg(pid, signal.SIGKILL)
             killed.append(pid)

@@ -159,8 +159,7 @@ def test_a_reapply_after_a_resize_conflicts_and_create_keeps_the_resize(
 
 
 def test_the_log_of_a_pod_not_yet_scheduled_is_empty(admin: Api, namespace: str):
-    """Before a node is chosen there is no kubelet to ask: 200 and nothing;
-    once it is scheduled and waiting, 400 with the reason."""
+    """Before a node is chosen there is no kubelet to ask: 200 and nothing."""
     admin.create(f"/api/v1/namespaces/{namespace}/pods",
                  pod_manifest("nowhere", ["true"], nodeSelector={"no-such": "node"}))  # fmt: skip
     assert admin.text(f"/api/v1/namespaces/{namespace}/pods/nowhere/log") == ""

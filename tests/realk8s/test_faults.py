@@ -56,12 +56,15 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
     script = f"echo before; while [ ! -e {mark} ]; do sleep 0.1; done; echo after; exit 4"
     run = start_run(cluster, namespace, "-N", "2", "--name", "crash", "--", "sh", "-c", script)
     try:
-        eventually(
-            "rank 0's first line", lambda: "before" in lead_log(admin, namespace, "crash"), 120
-        )
-        cluster.restart_apiserver(crash=True)
+        assert run.stdout is not None
+        seen = []
+        while (line := run.stdout.readline()) and line != "before\n":
+            seen.append(line)  # the brokers' own lines, until run streams rank 0's command
+        assert line == "before\n", "".join(seen)
+        cluster.restart_apiserver(crash=True)  # while run follows rank 0's log
         mark.touch()
         stdout, stderr = run.communicate(timeout=180)
+        stdout = "".join(seen) + line + stdout
     finally:
         mark.unlink(missing_ok=True)
         if run.poll() is None:

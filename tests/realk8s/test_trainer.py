@@ -91,19 +91,24 @@ def test_the_jobsets_differ_only_as_the_guide_says(cluster: LocalCluster, admin:
     rows = table_rows(GUIDE)
     assert rows, f"{GUIDE} has no side-by-side table"
     unexplained, used = [], set()
-    for name in TRAINJOBS:
-        document = trainjob(name, namespace, spec={"suspend": True})  # built, not run
-        for path, (their, our) in differences(theirs(admin, namespace, document),
-                                              ours(cluster, admin, document, tmp_path)).items():  # fmt: skip
-            row = covered(path, list(rows))
-            if row is None:
-                unexplained.append(f"{name}: {path}: Trainer {their!r}, fluxhop {our!r}")
-            else:
-                used.add(row)
-        admin.delete(f"{TRAINER}/namespaces/{namespace}/trainjobs/{document['metadata']['name']}")
+    try:
+        for name in TRAINJOBS:
+            document = trainjob(name, namespace, spec={"suspend": True})  # built, not run
+            for path, (their, our) in differences(theirs(admin, namespace, document),
+                                                  ours(cluster, admin, document, tmp_path)).items():  # fmt: skip
+                row = covered(path, list(rows))
+                if row is None:
+                    unexplained.append(f"{name}: {path}: Trainer {their!r}, fluxhop {our!r}")
+                else:
+                    used.add(row)
+            admin.delete(
+                f"{TRAINER}/namespaces/{namespace}/trainjobs/{document['metadata']['name']}"
+            )
+    finally:
+        if admin.find(f"/api/v1/namespaces/{namespace}-side") is not None:
+            admin.delete(f"/api/v1/namespaces/{namespace}-side")
     assert not unexplained, "differences missing from the guide's table:\n" + "\n".join(unexplained)
     assert set(rows) == used, f"rows of the guide's table that no example shows: {set(rows) - used}"
-    admin.delete(f"/api/v1/namespaces/{namespace}-side")
 
 
 def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: str, runtime: dict[str, Any],

@@ -86,6 +86,9 @@ class Kubelet:
         }
         self.allocatable = dict(self.capacity)
         self.workers: dict[str, PodWorker] = {}
+        self.done: set[str] = (
+            set()
+        )  # pods whose worker has finished (their late events are ignored)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -226,11 +229,14 @@ class Kubelet:
     def forget(self, uid: str) -> None:
         with self.lock:
             self.workers.pop(uid, None)
+            self.done.add(uid)
 
     def sync(self, kind: str, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         with self.lock:
             worker = self.workers.get(uid)
+            if worker is None and uid in self.done:
+                return  # a late event of a pod this kubelet has finished with
         if kind == "DELETED":
             if worker is not None:
                 worker.removed()
@@ -246,11 +252,11 @@ class Kubelet:
                     self.api.delete(path, {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
             return
         worker = PodWorker(self, pod)
+        if pod["metadata"].get("deletionTimestamp"):
+            worker.update(pod)  # before it starts: it sets nothing up for a deleted pod
         with self.lock:
             self.workers[uid] = worker
         worker.start()
-        if pod["metadata"].get("deletionTimestamp"):
-            worker.update(pod)
 
     def watch_pods(self) -> None:
         selector = {"fieldSelector": f"spec.nodeName={self.node}"}

@@ -100,21 +100,28 @@ class PodWorker(threading.Thread):
         self.deleting = threading.Event()  # deletionTimestamp seen
         self.gone = threading.Event()  # the pod is no longer in the API
         self.finished = threading.Event()
+        self.final_patched = False  # the terminal status is sent (under self.lock)
 
     # --- what the watch tells us ------------------------------------------------
     def update(self, pod: dict[str, Any]) -> None:
         with self.lock:
             self.pod = pod
-        if pod["metadata"].get("deletionTimestamp") and not self.deleting.is_set():
-            self.deleting.set()
+            deleted = bool(pod["metadata"].get("deletionTimestamp")) and not self.deleting.is_set()
+            if deleted:
+                self.deleting.set()
+            ended = self.final_patched  # then _finish has not seen the deletion: confirm it here
+        if deleted and ended:
+            threading.Thread(target=self._confirm_deletion, daemon=True).start()
+        elif deleted:
             grace = pod["metadata"].get("deletionGracePeriodSeconds", 30)
             threading.Thread(target=self._stop, args=(grace,), daemon=True).start()
 
     def removed(self) -> None:
-        """The pod is gone from the API (a forced deletion): stop it now."""
+        """The pod is gone from the API (a forced deletion): stop it now (on a
+        thread of its own: the node's watch goes on meanwhile)."""
         self.gone.set()
         self.deleting.set()
-        self._stop(0)
+        threading.Thread(target=self._stop, args=(0,), daemon=True).start()
 
     # --- setting up -----------------------------------------------------------------
     def _lookup_object(self, kind: str, name: str) -> dict[str, bytes] | None:
@@ -359,25 +366,35 @@ class PodWorker(threading.Thread):
 
     # --- stopping ----------------------------------------------------------------------
     def _stop(self, grace: int) -> None:
-        """SIGTERM to the containers, SIGKILL once ``grace`` seconds are up."""
-        if self.sandbox_pid is None and self.sandbox is not None:
-            self.sandbox_pid = _child_of(self.sandbox.pid)
-        if self.sandbox_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.sandbox_pid, signal.SIGTERM)  # no restarts; it passes SIGTERM on
-        if self.finished.wait(grace):
+        """SIGTERM to the containers, SIGKILL once ``grace`` seconds are up.
+        A pod still being set up has no sandbox yet: wait for it (or for the
+        set-up to give up, which it does once the pod is deleting)."""
+        deadline = time.monotonic() + grace
+        while not self.finished.is_set():
+            with self.lock:
+                if self.sandbox is not None and self.sandbox_pid is None:
+                    self.sandbox_pid = _child_of(self.sandbox.pid)
+                if self.sandbox_pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(
+                            self.sandbox_pid, signal.SIGTERM
+                        )  # no restarts; it passes SIGTERM on
+                    break
+            if self.finished.wait(0.05) or time.monotonic() > deadline:
+                break
+        if self.finished.wait(max(0.0, deadline - time.monotonic())):
             return
-        with self.lock:
-            pids = list(self.host_pids.values())
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        with self.lock:  # exits are reported under this lock: no pid here has been reaped
+            for pid in self.host_pids.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         if not self.finished.wait(10) and self.sandbox is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.sandbox.pid, signal.SIGKILL)  # --kill-child takes the pod with it
 
     def _finish(self) -> None:
-        """The terminal status, and for a deleted pod the confirmation of its deletion."""
+        """The terminal status, and for a deleted pod the confirmation of its
+        deletion (here, or by update() when the deletion comes after)."""
         with self.lock:
             for c in self.containers.values():
                 if c.state == "running":  # its end went unreported: the kubelet cannot know it
@@ -391,12 +408,20 @@ class PodWorker(threading.Thread):
             self._forget()
             return
         self.patch_status(final=True)
-        if self.deleting.is_set():
-            with contextlib.suppress(ApiError):
-                self.kubelet.api.delete(
-                    self.path, {"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}}
-                )
-            self._forget()
+        with self.lock:
+            self.final_patched = True
+            confirm = self.deleting.is_set()
+        if confirm:
+            self._confirm_deletion()
+
+    def _confirm_deletion(self) -> None:
+        """The kubelet's last word on a deleted pod: DELETE with grace period 0
+        (the pod's UID as precondition); the API server then removes it."""
+        with contextlib.suppress(ApiError):
+            self.kubelet.api.delete(
+                self.path, {"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}}
+            )
+        self._forget()
 
     def _forget(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
