@@ -338,7 +338,7 @@ BAD = [
         "'flux-installer' is reserved",
     ),
     (lambda j, r: j["spec"]["runtimeRef"].update(name="other"), "uses runtime 'other'"),
-    (lambda j, r: j["spec"].update(trainer={"command": "python x.py"}), "list of strings"),
+    (lambda j, r: j["spec"].update(trainer={"command": "python x.py"}), "command must be an array"),
     (lambda j, r: j["spec"].update(trainer={"command": ["flux", "run", "x"]}), "starts with flux"),
     (
         lambda j, r: j["spec"].update(

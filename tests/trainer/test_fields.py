@@ -117,7 +117,9 @@ def test_the_jobset_mirrors_suspend_as_the_trainers_builder_does(suspend):
 def test_suspend_must_be_a_boolean():
     job = trainjob(numNodes=1)
     job["spec"]["suspend"] = "yes"
-    with pytest.raises(TrainerError, match=r"spec.suspend must be true or false, not 'yes'"):
+    with pytest.raises(
+        TrainerError, match=r"spec.suspend must be a boolean \(true or false\), not string"
+    ):
         build(job, flux_runtime(), cert=CERT)
 
 

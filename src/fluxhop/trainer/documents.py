@@ -14,6 +14,7 @@ from fluxhop.documents import load_all
 from fluxhop.errors import InputError
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.plan import RUNTIME_KINDS
+from fluxhop.trainer.schema import check_document
 
 __all__ = ["pick"]
 
@@ -39,24 +40,19 @@ def pick(sources: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, 
                 jobs.append(doc)
             elif doc.get("kind") in RUNTIME_KINDS:
                 runtimes.append(doc)
+            else:
+                continue
+            check_document(doc)  # the shape the API server would accept, before any use
     if len(jobs) != 1:
         raise TrainerError(f"expected one TrainJob in the files given, found {len(jobs)}")
     job = jobs[0]
-    spec = job.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise TrainerError("the TrainJob's spec must be a mapping")
-    ref = spec.get("runtimeRef") or {}
-    if not isinstance(ref, dict):
-        raise TrainerError("the TrainJob's spec.runtimeRef must be a mapping with a name")
+    ref = (job.get("spec") or {}).get("runtimeRef") or {}
     kind = ref.get("kind", "ClusterTrainingRuntime")
     name = ref.get("name")
     if not name:
         raise TrainerError("the TrainJob has no spec.runtimeRef.name; name its runtime")
     for runtime in runtimes:
-        meta = runtime.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise TrainerError(f"the {runtime['kind']}'s metadata must be a mapping")
-        if runtime.get("kind") == kind and meta.get("name") == name:
+        if runtime["kind"] == kind and (runtime.get("metadata") or {}).get("name") == name:
             return job, runtime
     found = ", ".join(f"{r['kind']}/{(r.get('metadata') or {}).get('name')}" for r in runtimes)
     raise TrainerError(

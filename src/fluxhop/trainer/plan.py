@@ -28,6 +28,7 @@ from fluxhop.spec.quantity import parse_quantity
 from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.fields import screen_runtime, screen_trainjob
+from fluxhop.trainer.schema import check_document
 
 __all__ = [
     "ANCESTOR_LABEL",
@@ -89,6 +90,7 @@ def _check_kind(doc: Mapping[str, Any], kinds: tuple[str, ...], what: str) -> No
     version = doc.get("apiVersion")
     if version is not None and version != API_VERSION:
         raise TrainerError(f"{doc['kind']} apiVersion must be {API_VERSION}, not {version!r}")
+    check_document(doc)
 
 
 def _ml_policy(runtime: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -226,6 +228,7 @@ def _node_container(pod: Mapping[str, Any], runtime_name: str) -> Mapping[str, A
 def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
     """Resolve a TrainJob against its (Flux) runtime; one-line errors on bad input."""
     _check_kind(trainjob, ("TrainJob",), "TrainJob")
+    _check_kind(runtime, RUNTIME_KINDS, "runtime")
     meta = _mapping(trainjob.get("metadata"), "TrainJob metadata")
     name = meta.get("name")
     if not isinstance(name, str) or dns_label_problem(name):
