@@ -16,6 +16,7 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError, FluxhopWarning
 from fluxhop.render import TARGETS, render
 from fluxhop.spec import MiniCluster
+from fluxhop.spec.rules import env_name_problem
 from tests.conformance import CONFORMANCE, REPO
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api, ApiError
@@ -128,3 +129,27 @@ def test_applying_twice_changes_nothing(cluster: LocalCluster, admin: Api, names
         assert FIELD_MANAGER in managers
     finally:
         kube.close()
+
+
+ENV_NAMES = ["my.var", "1abc", "a b", "a-b", "~!@#$%", "A=B", "A\tB", "é", "A\x7f"]
+
+
+@pytest.mark.parametrize("name", ENV_NAMES, ids=repr)
+def test_the_env_name_rule_is_the_api_servers(admin: Api, namespace: str, name: str):
+    """fluxhop refuses an environment variable name exactly when the API
+    server does (1.34+: printable ASCII but '=')."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "env", "namespace": namespace},
+        "spec": {
+            "containers": [{"name": "c", "image": "host", "env": [{"name": name, "value": "x"}]}]
+        },
+    }
+    try:
+        admin.create(f"/api/v1/namespaces/{namespace}/pods", pod, dryRun="All")
+        server_accepts = True
+    except ApiError as error:
+        assert error.status == 422, error
+        server_accepts = False
+    assert (env_name_problem(name) is None) == server_accepts

@@ -46,7 +46,9 @@ MAX_ID = 2**31 - 1  # runAsUser, runAsGroup, fsGroup: 0 .. 2147483647
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 _NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # C identifiers, dots and dashes
+# Kubernetes 1.34+ (RelaxedEnvironmentVariableValidation, on by default): any
+# printable ASCII character but '=' - spaces and a leading digit included
+_ENV_NAME = re.compile(r"[ -<>-~]+")
 # distribution/reference: [host[:port]/]path[:tag][@digest], path lower-case
 _IMAGE = re.compile(
     r"(?:(?P<host>[A-Za-z0-9.-]+(?::[0-9]+)?)/)?"
@@ -92,10 +94,7 @@ def label_value_problem(value: str) -> str | None:
 
 def env_name_problem(value: str) -> str | None:
     if not _ENV_NAME.fullmatch(value):
-        return (
-            "must be an environment variable name: letters, digits, '_', '-' and '.', "
-            "not starting with a digit"
-        )
+        return "must be an environment variable name: printable ASCII characters other than '='"
     return None
 
 
