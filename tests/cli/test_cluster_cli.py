@@ -169,12 +169,21 @@ def test_create_from_file_with_namespace(cli_cluster, kubeconfig, capsys):
     assert cli_cluster.get("Job", "lammps", namespace="team") is not None
 
 
-def test_no_kubeconfig_is_one_line(capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["scale", "demo", "--size", "2"], "no Kubernetes configuration: pass --kubeconfig"),
+        (["list"], "no Kubernetes configuration and no local MiniClusters"),  # cli/where.py
+    ],
+)
+def test_no_kubeconfig_is_one_line(capsys, monkeypatch, tmp_path, args, start):
     monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    code, _, err = cli(capsys, "list")
+    monkeypatch.setenv("FLUXHOP_STATE_DIR", str(tmp_path / "state"))
+    code, _, err = cli(capsys, *args)
     assert code == 1
-    assert err.startswith("fluxhop: no Kubernetes configuration: pass --kubeconfig")
+    assert err.startswith(f"fluxhop: {start}")
     assert err.count("\n") == 1
 
 

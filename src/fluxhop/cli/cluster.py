@@ -12,6 +12,7 @@ from fluxhop.cli.kubeopts import connect, kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import LOCAL_IMAGE, LOCAL_JOIN_TIMEOUT
+from fluxhop.cli.where import reach
 from fluxhop.errors import interrupt_status
 from fluxhop.local.store import LocalStore
 from fluxhop.render.output import dump_yaml
@@ -57,7 +58,8 @@ def _table(statuses: list[Status], wide: bool) -> str:
 )
 @local_option(
     "Start the brokers on this machine in the background (no Kubernetes); later "
-    "commands with --local find it."
+    "commands with --local find it. Implied when there is no kubeconfig and flux is "
+    "installed."
 )
 def create_command(
     job: JobFlags,
@@ -71,8 +73,10 @@ def create_command(
     """Create a MiniCluster from -f FILE or from job flags, and leave it running."""
     if local:
         return _create_local(job, timeout)
-    spec = job.spec(namespace)
-    ops = connect(kubeconfig, context, namespace)
+    spec = job.spec(namespace)  # the flags are checked before anything else
+    ops = reach(kubeconfig, context, namespace, local=False, new=True)
+    if ops is None:
+        return _create_local(job, timeout)
     root = ops.create(spec, job.target, cluster_domain=job.cluster_domain)
     queued = f"; suspended until queue {root.queue} admits it" if root.queue else ""
     click.echo(
@@ -119,7 +123,8 @@ def get_command(
     local: bool,
 ) -> int:
     """Show one MiniCluster."""
-    if local:
+    ops = reach(kubeconfig, context, namespace, local=local, name=name)
+    if ops is None:
         status = LocalStore().status(name)
         if output in ("yaml", "json"):
             text = json.dumps(status.to_dict(), indent=2) + "\n"
@@ -127,7 +132,6 @@ def get_command(
         else:
             click.echo(_table([status], wide=output == "wide"), nl=False)
         return 0
-    ops = connect(kubeconfig, context, namespace)
     root = ops.require(name)
     if output in ("yaml", "json"):
         document = {**root.obj, "fluxhop": ops.status(root).to_dict()}
@@ -141,7 +145,10 @@ def get_command(
 @click.command("list")
 @kube_options()
 @click.option("-o", "--output", type=click.Choice(["wide", "json"]), help="Output format.")
-@local_option()
+@local_option(
+    "The MiniClusters on this machine (fluxhop create --local), not on Kubernetes; "
+    "implied when there is no kubeconfig and there are some here."
+)
 def list_command(
     kubeconfig: str | None,
     context: str | None,
@@ -150,7 +157,8 @@ def list_command(
     local: bool,
 ) -> int:
     """List the MiniClusters fluxhop created in a namespace."""
-    statuses = LocalStore().list() if local else connect(kubeconfig, context, namespace).list()
+    ops = reach(kubeconfig, context, namespace, local=local)
+    statuses = LocalStore().list() if ops is None else ops.list()
     if output == "json":
         click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:
@@ -174,10 +182,10 @@ def logs_command(
     local: bool,
 ) -> int:
     """Print rank 0's output (the job's output)."""
-    if local:
+    ops = reach(kubeconfig, context, namespace, local=local, name=name)
+    if ops is None:
         lines = LocalStore().logs(name, follow=follow)
     else:
-        ops = connect(kubeconfig, context, namespace)
         lines = ops.logs(ops.require(name), follow=follow)
     for line in lines:
         sys.stdout.write(line)
@@ -218,10 +226,11 @@ def delete_command(
     from fluxhop.errors import NotFound
 
     try:
-        if local:
+        ops = reach(kubeconfig, context, namespace, local=local, name=name)
+        if ops is None:
             LocalStore().delete(name)
         else:
-            connect(kubeconfig, context, namespace).delete(name)
+            ops.delete(name)
     except NotFound:
         if ignore_not_found:
             return 0

@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from fluxhop.cli.jobflags import flux_job_options, pop_flux_options, slot_options
-from fluxhop.cli.kubeopts import connect, kube_options, local_option
+from fluxhop.cli.kubeopts import kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.where import reach
 from fluxhop.cluster.inside import Inside
 from fluxhop.local.inside import LocalInside
 from fluxhop.local.store import LocalStore
@@ -30,12 +31,13 @@ def table(rows: list[list[str]]) -> str:
 
 
 def _inside(
-    kubeconfig: str | None, context: str | None, namespace: str | None, local: bool = False
+    name: str, kubeconfig: str | None, context: str | None, namespace: str | None, local: bool
 ) -> FluxVerbs:
-    if local:
+    ops = reach(kubeconfig, context, namespace, local=local, name=name)
+    if ops is None:
         store = LocalStore()
         return LocalInside(lambda name, submit: store.running(name, submit=submit).flux_root)
-    return Inside(connect(kubeconfig, context, namespace), kubeconfig=kubeconfig, context=context)
+    return Inside(ops, kubeconfig=kubeconfig, context=context)
 
 
 def _duration(seconds: float) -> str:
@@ -144,7 +146,7 @@ def submit_command(
     """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
     options = pop_flux_options(flux).words()
     options += [f"--env={key}={value}" for key, value in parse_env(env).items()]
-    inside = _inside(kubeconfig, context, namespace, local)
+    inside = _inside(name, kubeconfig, context, namespace, local)
     shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
     if watch:
         return inside.submit_watch(name, list(command), cc=cc, **shape)
@@ -169,7 +171,7 @@ def jobs_command(
     local: bool,
 ) -> int:
     """List the jobs of a running MiniCluster (like flux jobs)."""
-    jobs = _inside(kubeconfig, context, namespace, local).jobs(name, all_jobs=all_jobs)
+    jobs = _inside(name, kubeconfig, context, namespace, local).jobs(name, all_jobs=all_jobs)
     if output == "json":
         click.echo(json.dumps([job.to_dict() for job in jobs], indent=2))
     else:
@@ -191,7 +193,7 @@ def status_command(
     local: bool,
 ) -> int:
     """Brokers up and down per rank, resources free and allocated, the queue."""
-    status = _inside(kubeconfig, context, namespace, local).status(name)
+    status = _inside(name, kubeconfig, context, namespace, local).status(name)
     if output == "json":
         click.echo(json.dumps(status.to_dict(), indent=2))
     else:
@@ -213,7 +215,7 @@ def cancel_command(
     local: bool,
 ) -> int:
     """Cancel jobs in a running MiniCluster."""
-    _inside(kubeconfig, context, namespace, local).cancel(name, list(jobids))
+    _inside(name, kubeconfig, context, namespace, local).cancel(name, list(jobids))
     return 0
 
 
@@ -231,4 +233,4 @@ def attach_command(
     local: bool,
 ) -> int:
     """Stream a job's output; exit with its exit code (flux job attach)."""
-    return _inside(kubeconfig, context, namespace, local).attach(name, jobid)
+    return _inside(name, kubeconfig, context, namespace, local).attach(name, jobid)

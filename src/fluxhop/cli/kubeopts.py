@@ -63,8 +63,10 @@ def connect(kubeconfig: str | None, context: str | None, namespace: str | None) 
 
 
 def local_option(
-    help: str = "A MiniCluster on this machine (fluxhop create --local), not on Kubernetes.",
+    help: str = "A MiniCluster on this machine (fluxhop create --local), not on Kubernetes; "
+    "implied when there is no kubeconfig and one of that name is here.",
 ) -> Callable[[Any], Any]:
+    """--local; the rule for when it is implied is cli/where.py's reach()."""
     return click.option("--local", is_flag=True, help=help)
 
 

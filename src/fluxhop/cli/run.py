@@ -7,17 +7,17 @@ per task; see jobflags.py); Kubernetes targeting is long-only (--namespace,
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.jobflags import JobFlags, job_options
-from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.kubeopts import kube_options
 from fluxhop.cli.session import run_root
+from fluxhop.cli.where import reach
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import KubeconfigError, interrupt_status
+from fluxhop.errors import interrupt_status
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.render import render
 from fluxhop.render.targets import Target
@@ -77,19 +77,9 @@ def run_command(
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
-    if local:
+    ops = reach(kubeconfig, context, namespace, local=local, new=True)
+    if ops is None:
         job.note_local()
-        return run_local(spec, timeout=timeout, verbose=verbose)
-    try:
-        ops = connect(kubeconfig, context, namespace)
-    except KubeconfigError:
-        if kubeconfig or context or not shutil.which("flux"):
-            raise
-        click.echo(
-            "fluxhop: no Kubernetes configuration; running on this machine with the flux on PATH "
-            "(--local)",
-            err=True,
-        )
         return run_local(spec, timeout=timeout, verbose=verbose)
     return run_on_cluster(spec, target, cluster_domain, ops, keep=keep, timeout=timeout)
 

@@ -1,7 +1,8 @@
 """Long-lived local MiniClusters: brokers on this machine that outlive the
 command that started them (``fluxhop create --local``), found again by later
 commands (``list``, ``get``, ``status``, ``submit``, ``jobs``, ``cancel``,
-``logs``, ``delete`` with ``--local``).
+``logs``, ``delete`` with ``--local``, or without it when there is no
+Kubernetes configuration: cli/where.py).
 
 One directory per MiniCluster under the user's runtime directory
 (``$XDG_RUNTIME_DIR/fluxhop``, else ``/tmp/fluxhop-<uid>``; ``FLUXHOP_STATE_DIR``
