@@ -21,7 +21,16 @@ PURE = [
     "-p",
     "fluxhop.workload",
 ]
-MODULES = ["-m", "fluxhop.documents", "-m", "fluxhop.errors"]
+MODULES = [
+    "-m",
+    "fluxhop.documents",
+    "-m",
+    "fluxhop.errors",
+    "-m",
+    "fluxhop.arguments",
+    "-m",
+    "fluxhop.nesting",
+]
 
 
 @pytest.mark.timeout(600)

@@ -10,21 +10,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxhop.arguments import checked
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.backend import KubernetesBackend
 from fluxhop.cluster.inside import Inside
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.documents import read_input
-from fluxhop.errors import InputError
+from fluxhop.errors import InputError, shown
 from fluxhop.flux.jobopts import JobOptions
 from fluxhop.local.backend import LocalMiniClusters
 from fluxhop.local.inside import LocalInside
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.names import dns_label_problem
 from fluxhop.workload import Status
 from fluxhop.workload.backend import Backend
 from fluxhop.workload.inside import InstanceStatus, Job
@@ -33,6 +36,15 @@ from fluxhop.workload.verbs import FluxVerbs
 __all__ = ["Client"]
 
 BACKENDS = ("kubernetes", "local")
+
+
+def _label(where: str, what: str, value: str) -> str:
+    """``value`` when it is a DNS label, as every MiniCluster name and namespace
+    is: the CLI's rule for NAME, so that no ``..`` or ``a/b`` walks API paths."""
+    problem = dns_label_problem(value)
+    if problem:
+        raise InputError(f"{where}: {what} {shown(value)} {problem}")
+    return value
 
 
 class Client:
@@ -48,12 +60,13 @@ class Client:
     client: ``close()`` stops them.
     """
 
+    @checked
     def __init__(
         self,
         namespace: str | None = None,
         context: str | None = None,
         *,
-        kubeconfig: str | None = None,
+        kubeconfig: str | os.PathLike[str] | None = None,
         backend: str = "kubernetes",
         target: Target | str = Target.JOB,
         cluster_domain: str = "cluster.local",
@@ -62,11 +75,13 @@ class Client:
     ) -> None:
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        if namespace is not None:
+            _label("Client", "namespace", namespace)
         self.backend_name = backend
         self.target = Target.parse(target)
         self.cluster_domain = cluster_domain
         self._connect = {
-            "kubeconfig": kubeconfig,
+            "kubeconfig": os.fspath(kubeconfig) if kubeconfig is not None else None,
             "context": context,
             "namespace": namespace,
             "transport": transport,
@@ -98,45 +113,57 @@ class Client:
         return self.backend.namespace
 
     @staticmethod
-    def _spec(spec: MiniCluster | str | dict[str, Any]) -> MiniCluster:
+    def _spec(spec: MiniCluster | str | os.PathLike[str] | dict[str, Any]) -> MiniCluster:
         if isinstance(spec, MiniCluster):
             return spec
         if isinstance(spec, dict):
             return MiniCluster.from_dict(spec)
+        if isinstance(spec, os.PathLike):
+            return MiniCluster.from_yaml(read_input(os.fspath(spec)))
         text = read_input(spec) if "\n" not in spec and Path(spec).is_file() else spec
         return MiniCluster.from_yaml(text)
 
+    @checked
     def create(
-        self, spec: MiniCluster | str | dict[str, Any], *, target: Target | str | None = None
+        self,
+        spec: MiniCluster | str | os.PathLike[str] | dict[str, Any],
+        *,
+        target: Target | str | None = None,
     ) -> str:
-        """Create the MiniCluster (a model, a YAML text or file, or a dict); return its name."""
+        """Create the MiniCluster (a model, a YAML text, a file's path, or a dict);
+        return its name."""
         model = self._spec(spec)
         chosen = Target.parse(target) if target is not None else self.target
         return self.backend.create(model, chosen, cluster_domain=self.cluster_domain)
 
+    @checked
     def get(self, name: str) -> Status:
         """The MiniCluster's status: state, size, pods, rank 0's exit code."""
-        return self.backend.status(name)
+        return self.backend.status(_label("Client.get", "name", name))
 
     def list(self) -> list[Status]:
         """Every MiniCluster fluxhop created in the namespace."""
         return self.backend.list()
 
+    @checked
     def wait(self, name: str, timeout: float | None = 600) -> Status:
         """Wait until rank 0 has exited; the status carries its exit code."""
-        return self.backend.wait(name, timeout)
+        return self.backend.wait(_label("Client.wait", "name", name), timeout)
 
+    @checked
     def logs(self, name: str, follow: bool = False) -> Iterator[str]:
         """Rank 0's output (the job's output), line by line."""
-        return self.backend.logs(name, follow=follow)
+        return self.backend.logs(_label("Client.logs", "name", name), follow=follow)
 
+    @checked
     def scale(self, name: str, size: int) -> Status:
         """Resize to ``size`` nodes, within the MiniCluster's maxSize."""
-        return self.backend.scale(name, size)
+        return self.backend.scale(_label("Client.scale", "name", name), size)
 
+    @checked
     def delete(self, name: str) -> None:
         """Delete the MiniCluster and everything it owns (one DELETE of its root)."""
-        self.backend.delete(name)
+        self.backend.delete(_label("Client.delete", "name", name))
 
     # --- inside a running MiniCluster (rank 0's flux, through kubectl exec) ----
 
@@ -155,6 +182,7 @@ class Client:
                 )
         return self._inside
 
+    @checked
     def submit(
         self,
         name: str,
@@ -170,7 +198,7 @@ class Client:
         """Submit ``command`` (an argv list) into a running MiniCluster; its job
         ID, or with ``cc`` (e.g. ``"1-100"``) the list of them."""
         ids = self.inside.submit(
-            name,
+            _label("Client.submit", "name", name),
             list(command),
             nodes=nodes,
             ntasks=ntasks,
@@ -181,21 +209,26 @@ class Client:
         )
         return ids if cc is not None else ids[0]
 
+    @checked
     def jobs(self, name: str, *, all_jobs: bool = False) -> list[Job]:
         """The jobs of a running MiniCluster (``all_jobs``: finished ones too)."""
-        return self.inside.jobs(name, all_jobs=all_jobs)
+        return self.inside.jobs(_label("Client.jobs", "name", name), all_jobs=all_jobs)
 
+    @checked
     def status(self, name: str) -> InstanceStatus:
         """Brokers up/down per rank, resources free/allocated, the queue."""
-        return self.inside.status(name)
+        return self.inside.status(_label("Client.status", "name", name))
 
+    @checked
     def cancel(self, name: str, jobid: str | Sequence[str]) -> None:
         """Cancel one job or several in a running MiniCluster."""
-        self.inside.cancel(name, [jobid] if isinstance(jobid, str) else list(jobid))
+        jobids = [jobid] if isinstance(jobid, str) else list(jobid)
+        self.inside.cancel(_label("Client.cancel", "name", name), jobids)
 
+    @checked
     def attach(self, name: str, jobid: str) -> int:
         """Stream the job's output to this process's stdout; its exit code."""
-        return self.inside.attach(name, jobid)
+        return self.inside.attach(_label("Client.attach", "name", name), jobid)
 
     def close(self) -> None:
         """Close the connection (a local backend: stop its MiniClusters)."""

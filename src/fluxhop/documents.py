@@ -13,7 +13,15 @@ kubeconfigs - comes through here, so that hostile input costs little:
 * only what JSON can hold comes back - strings, numbers, booleans, null,
   lists and string-keyed mappings - as the API server's YAML-to-JSON step
   gives (a key set twice warns, the last value wins, as there): a timestamp stays the string it was written as, a non-string key
-  becomes its text, and ``!!binary``, ``!!set`` and the like are refused.
+  becomes its text, and ``!!binary``, ``!!set`` and the like are refused;
+* an object's ``metadata.name`` and ``metadata.namespace``, written plain
+  (unquoted), are read as Kubernetes' YAML reads them (go-yaml v2 under
+  sigs.k8s.io/yaml, what kubectl and the API server use), not as PyYAML's YAML
+  1.1 does: ``1e3``, ``08``, ``0o17`` are numbers there and ``y``, ``n``
+  booleans, so such a name is refused here as ``kubectl apply`` would refuse
+  it ("quote it"). Elsewhere plain scalars keep PyYAML's reading: PyYAML (and
+  so ``fluxhop render``) writes those strings unquoted, and Flux reads jobspecs
+  with PyYAML.
 
 libyaml parses where PyYAML has it (it is fast on hostile text); every limit
 but libyaml's own 1000-level nesting stop is checked on the composed nodes,
@@ -22,6 +30,8 @@ before a single value is built.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -131,6 +141,89 @@ def _key_text(key: Any, node: Node) -> str:
     )
 
 
+_TAG = "tag:yaml.org,2002:"
+_GO_VALUE = "tag:fluxhop,2026:go-plain"  # a plain scalar go-yaml reads as no string
+_GO_READ = {("metadata", "name"), ("metadata", "namespace")}  # where (see the notes above)
+_GO_MAP: dict[str, Any] = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE"), True),
+    **dict.fromkeys(("on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE"), False),
+    **dict.fromkeys(("off", "Off", "OFF"), False),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+_LONGEST_NUMBER = 400  # characters of a plain scalar read the go-yaml way
+# Go's strconv.ParseInt(s, 0, 64), go-yaml's yamlStyleFloat, and strconv.ParseFloat after a '.'
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)")
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")
+
+
+def _go_plain(text: str) -> Any:
+    """A plain scalar as go-yaml v2's resolve() reads it into an interface{}
+    (where a timestamp stays a string too)."""
+    if text in _GO_MAP:
+        return _GO_MAP[text]
+    if len(text) > _LONGEST_NUMBER:
+        return text  # no name is that long; left to the name's own check
+    if text[:1] == ".":
+        number = float(text) if _GO_DOT_FLOAT.fullmatch(text) else math.inf
+        return number if math.isfinite(number) else text
+    if text[:1] not in tuple("+-0123456789"):
+        return text
+    plain = text.replace("_", "")
+    written = _GO_INT.fullmatch(plain)
+    value, sign = None, ""
+    if written:
+        sign, digits = written.groups()
+        base = 8 if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit() else 0
+        value = int(sign + digits, base)
+        if -(2**63) <= value < 2**63 or (not sign and value < 2**64):
+            return value  # ParseInt, else ParseUint
+    if _GO_FLOAT.fullmatch(plain) and math.isfinite(float(plain)):
+        return float(plain)
+    if value is not None and not sign:
+        return value  # beyond uint64, unsigned: a big.Int
+    return text
+
+
+class _Resolver(yaml.resolver.Resolver):
+    """PyYAML's resolver, but for a plain scalar at a path of _GO_READ that
+    PyYAML reads as a string and go-yaml as something else."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._path: list[Any] = []
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        # a mapping's value comes with its key's node, a list's item with its index
+        key = current_index.value if isinstance(current_index, ScalarNode) else current_index
+        self._path.append(key)
+        super().descend_resolver(current_node, current_index)
+
+    def ascend_resolver(self) -> None:
+        self._path.pop()
+        super().ascend_resolver()
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        if (
+            kind is ScalarNode
+            and implicit[0]
+            and tag == f"{_TAG}str"
+            and tuple(self._path[1:]) in _GO_READ  # [0]: the document itself
+            and not isinstance(_go_plain(value), str)
+        ):
+            return _GO_VALUE
+        return tag
+
+
+def _construct_go_plain(loader: Any, node: ScalarNode) -> Any:
+    return _go_plain(node.value)
+
+
 # types-PyYAML types add_constructor for loader classes, not constructor
 # mixins like this one; the call is PyYAML's documented way all the same.
 _Constructor.add_constructor(  # type: ignore[type-var]
@@ -138,6 +231,7 @@ _Constructor.add_constructor(  # type: ignore[type-var]
 )
 for _tag in _REFUSED_TAGS:
     _Constructor.add_constructor(_tag, _Constructor.refuse)  # type: ignore[type-var]
+_Constructor.add_constructor(_GO_VALUE, _construct_go_plain)
 
 # libyaml's parser where PyYAML has it (its wheels do): fast on hostile text
 # (PyYAML's own scanner is quadratic in flow nesting) and it stops nesting at
@@ -152,11 +246,11 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 if LIBYAML:
 
-    class _Loader(_Parser, _Constructor, yaml.resolver.Resolver):
+    class _Loader(_Parser, _Constructor, _Resolver):
         def __init__(self, stream: str) -> None:
             _Parser.__init__(self, stream)
             _Constructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
+            _Resolver.__init__(self)
 
 else:  # pragma: no cover - PyYAML without libyaml
 
@@ -166,7 +260,7 @@ else:  # pragma: no cover - PyYAML without libyaml
         yaml.parser.Parser,
         yaml.composer.Composer,
         _Constructor,
-        yaml.resolver.Resolver,
+        _Resolver,
     ):
         def __init__(self, stream: str) -> None:
             yaml.reader.Reader.__init__(self, stream)
@@ -174,7 +268,7 @@ else:  # pragma: no cover - PyYAML without libyaml
             yaml.parser.Parser.__init__(self)
             yaml.composer.Composer.__init__(self)
             _Constructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
+            _Resolver.__init__(self)
 
 
 def _children(node: Node) -> list[Node]:
@@ -254,5 +348,7 @@ def load_all(text: str, what: str = "input") -> list[Any]:
         where = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(err, "problem", None) or str(err)
         raise DocumentError(f"{what} is not valid YAML{where}: {problem}") from None
+    except ValueError as err:  # an integer past Python's digit limit (4,300), and the like
+        raise DocumentError(f"{what} holds a value fluxhop cannot read: {err}") from None
     finally:
         loader.dispose()

@@ -9,6 +9,30 @@ flux-core's Python bindings (which raise ``ValueError``).
 
 from __future__ import annotations
 
+SHOWN = 60  # characters of a user's value an error line quotes
+
+
+def shown(value: object, most: int = SHOWN) -> str:
+    """A value the user gave, quoted for a one-line error: its repr, or the repr
+    of its first ``most`` characters and how long it was, so that a 100 KB image
+    or name does not become a 100 KB error line."""
+    if isinstance(value, str):
+        if len(value) <= most:
+            return repr(value)
+        return f"{value[:most]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+
+
+def clipped(message: str, most: int = 8 * SHOWN) -> str:
+    """``message`` cut to about ``most`` characters - its head and its tail, and
+    how much was cut between them: the last guard of an error line against a
+    value quoted whole."""
+    if len(message) <= most:
+        return message
+    head, tail = message[: most * 2 // 3], message[-(most // 4) :]
+    return f"{head}... ({len(message) - len(head) - len(tail)} characters cut) ...{tail}"
+
 
 class FluxhopError(Exception):
     """Base class of every fluxhop error. ``str(err)`` is one line."""
@@ -16,7 +40,7 @@ class FluxhopError(Exception):
     exit_code: int = 1
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(clipped(" ".join(str(message).split())))
 
     @property
     def message(self) -> str:

@@ -77,11 +77,11 @@ def test_flux_hop_entry_point_is_fluxhop_hop(capsys):
     ("args", "words", "status"),
     [
         ([], "Missing option '--rabbits'", 2),  # upstream exited 0 here
-        (["--rabbits", ","], "rabbit.mpi.rabbits names no rabbit", 2),
+        (["--rabbits", ","], "--rabbits names no rabbit", 2),
         (["--rabbits", "a", "--env", "BAD"], "--env 'BAD': write it as KEY=VALUE", 2),
-        (["--rabbits", "a", "--nodes", "0"], "rabbit.mpi.nodes=0: must be 1 or more", 2),
+        (["--rabbits", "a", "--nodes", "0"], "--nodes 0: must be 1 or more", 2),
         (["--rabbits", "a", "--name", "Bad_Name"], "'--name': 'Bad_Name'", 2),
-        (["--rabbits", "a", "--command", "lmp 'x"], "rabbit.mpi.command", 2),
+        (["--rabbits", "a", "--command", "lmp 'x"], "--command", 2),
     ],
 )
 def test_bad_flags_are_one_line_errors(capsys, args, words, status):

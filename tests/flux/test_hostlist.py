@@ -187,7 +187,9 @@ def test_encode_rejects_names_that_are_not_single_hosts(host):
 
 
 def test_encode_rejects_a_string():
-    with pytest.raises(HostlistError):
+    """A string is a wrong argument, not a bad hostlist: the Python API's
+    one-line TypeError naming the parameter (fluxhop.arguments)."""
+    with pytest.raises(TypeError, match=r"^hostlist.encode: hosts must be a list of str, not str$"):
         hostlist.encode("foo1,foo2")  # type: ignore[arg-type]
 
 

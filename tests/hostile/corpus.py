@@ -295,4 +295,5 @@ TEXTS: list[tuple[str, bytes, str]] = [
     ("scalar", b"hello\n", "mapping"),
     ("json-broken", b'{"kind": "MiniCluster",', "not valid YAML"),
     ("huge", b"# " + b"x" * (1024 * 1024 + 10), "larger than 1 MiB"),
+    ("int-past-python-digits", b"spec:\n  size: " + b"1" * 5000 + b"\n", "4300 digits"),
 ]

@@ -59,13 +59,28 @@ def test_dev_zero_and_endless_stdin_are_read_only_up_to_the_limit():
 @pytest.mark.parametrize(
     "flags",
     [
-        ["-N", "100000", "-c", "1000000000", "-g", "1000"],
+        ["-N", "100000", "-c", "4096", "-g", "64"],
         ["-N", "100000", "-n", "100000000"],
         ["--max-size", "100000", "-N", "1"],
     ],
-    ids=["billion-cores", "hundred-million-tasks", "max-size"],
+    ids=["largest-nodes", "hundred-million-tasks", "max-size"],
 )
-def test_huge_counts_render_within_the_memory_limit(flags):
+def test_the_largest_counts_render_within_the_memory_limit(flags):
     done = run("run", "--dry-run", "--image", "ubuntu", "--name", "big", *flags, "--", "true")
     assert done.returncode == 0, done.stderr.decode()
     assert b"core" in done.stdout and len(done.stdout) < 2 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["-N", "100000", "-c", "1000000000"], "-c/--cores-per-task"),
+        (["-N", "1", "-n", "100000000"], "tasks per node"),
+        (["--cpu", "1e999999999"], "--cpu"),
+    ],
+    ids=["billion-cores", "hundred-million-tasks-per-node", "cpu-exponent"],
+)
+def test_counts_past_any_node_are_one_line_within_the_memory_limit(flags, words):
+    done = run("run", "--dry-run", "--image", "ubuntu", "--name", "big", *flags, "--", "true")
+    err = done.stderr.decode()
+    assert done.returncode == 2 and err.count("\n") == 1 and words in err, err

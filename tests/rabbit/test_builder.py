@@ -122,9 +122,14 @@ def test_root_owner_is_not_marked_non_root():
     assert spec.spec.pod.security_context.run_as_non_root is None
 
 
-@pytest.mark.parametrize("uid", [-1, "1001", True])
-def test_bad_owner_ids_are_refused(uid):
+def test_bad_owner_ids_are_refused():
     with pytest.raises(RabbitError, match="uid must be a number"):
+        build({}, uid=-1)
+
+
+@pytest.mark.parametrize("uid", ["1001", True])
+def test_owner_ids_of_the_wrong_type_are_refused(uid):
+    with pytest.raises(TypeError, match=r"^RabbitRequest.to_minicluster: uid must be int, not"):
         build({}, uid=uid)
 
 

@@ -148,7 +148,7 @@ def test_a_scalar_that_is_no_switch_is_an_error(mpi):
 def test_not_a_jobspec_is_an_error():
     with pytest.raises(RabbitError, match="expected a jobspec"):
         RabbitRequest.from_jobspec({"system": {}})
-    with pytest.raises(RabbitError, match="expected a jobspec"):
+    with pytest.raises(TypeError, match=r"^RabbitRequest.from_jobspec: jobspec must be Jobspec"):
         RabbitRequest.from_jobspec("rabbit.mpi=yes")  # type: ignore[arg-type]
 
 

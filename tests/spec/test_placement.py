@@ -225,9 +225,7 @@ def test_a_quantity_too_large_for_decimal_is_one_line_in_a_file_too():
     document = with_field(
         ("spec", "containers", 0, "resources"), {"limits": {"cpu": "1e999999999"}}
     )
-    with pytest.raises(
-        InputError, match="cpu: '1e999999999' is too large for a Kubernetes quantity"
-    ):
+    with pytest.raises(InputError, match=r"cpu: .1e999999999. is larger than 2\^63-1"):
         MiniCluster.from_dict(document)
 
 

@@ -7,19 +7,24 @@ through the same parser as a jobspec, so ``flux hop`` and a job's
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from fluxhop.cli.common import echo_objects, output_option, target_option
+from fluxhop.cli.common import echo_objects, output_option, shortened, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
-from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, RabbitRequest
+from fluxhop.errors import InputError, clipped
+from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, KEYS, RabbitRequest
 from fluxhop.render import render
 from fluxhop.spec.flags import parse_env
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
+from fluxhop.spec.screen import in_terms
 
 
 def request_from_flags(
@@ -54,6 +59,35 @@ def request_from_flags(
     }
     mpi = {key: value for key, value in given.items() if value is not None}
     return RabbitRequest.from_jobspec({"attributes": {"system": {"rabbit": {"mpi": mpi}}}})
+
+
+def _flag_names() -> list[tuple[str, str]]:
+    """The flag for each name the rabbit door's errors use: ``rabbit.mpi.KEY``
+    is the flag of the same name (the flags are the attributes), and the
+    builder's ``name`` and ``cxi_resource`` are --name and --cxi-resource."""
+    flags = {p.name: "/".join(p.opts) for p in hop_command.params if isinstance(p, click.Option)}
+    names = [(f"rabbit.mpi.{key}", flags[key]) for key in KEYS if key in flags]
+    return [*names, ("cxi_resource", flags["cxi_resource"]), ("name", flags["name"])]
+
+
+@contextlib.contextmanager
+def _in_flag_terms() -> Iterator[None]:
+    """Errors and warnings of the rabbit door, in the words of hop's flags."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                caught.extend(record)
+    except InputError as err:
+        message = in_terms(str(err), _flag_names())
+        raise (shortened(err) if message == str(err) else InputError(clipped(message))) from None
+    finally:
+        for warning in caught:  # out again, under the flags' names
+            text = in_terms(str(warning.message), _flag_names())
+            warnings.warn(text, warning.category, stacklevel=3)
 
 
 def summary(spec: MiniCluster, request: RabbitRequest) -> str:
@@ -140,28 +174,29 @@ def hop_command(
 
     Example: flux hop --rabbits r1,r2 --image IMG --command "lmp -in in.reaxff"
     """
-    request = request_from_flags(
-        image=image,
-        command=command,
-        workdir=workdir,
-        tasks=tasks,
-        nodes=nodes,
-        rabbits=rabbits,
-        add_flux=add_flux,
-        succeed=succeed,
-        exclusive=exclusive,
-        env=env,
-        pull_policy=pull_policy,
-        pull_secret=pull_secret,
-    )
-    spec = request.to_minicluster(
-        request.rabbits or (),
-        name=name or random_name(),
-        namespace=namespace or "default",
-        uid=os.getuid(),
-        gid=os.getgid(),
-        cxi_resource=cxi_resource,
-    )
+    with _in_flag_terms():
+        request = request_from_flags(
+            image=image,
+            command=command,
+            workdir=workdir,
+            tasks=tasks,
+            nodes=nodes,
+            rabbits=rabbits,
+            add_flux=add_flux,
+            succeed=succeed,
+            exclusive=exclusive,
+            env=env,
+            pull_policy=pull_policy,
+            pull_secret=pull_secret,
+        )
+        spec = request.to_minicluster(
+            request.rabbits or (),
+            name=name or random_name(),
+            namespace=namespace or "default",
+            uid=os.getuid(),
+            gid=os.getgid(),
+            cxi_resource=cxi_resource,
+        )
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0

@@ -8,15 +8,17 @@ from typing import Any
 
 import click
 
+from fluxhop.cli.common import shortened
 from fluxhop.cli.jobflags import flux_job_options, pop_flux_options, slot_options
 from fluxhop.cli.kubeopts import kube_options, local_option
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cli.where import reach
 from fluxhop.cluster.inside import Inside
+from fluxhop.errors import InputError
 from fluxhop.local.inside import LocalInside
 from fluxhop.local.store import LocalStore
 from fluxhop.spec.flags import parse_env
-from fluxhop.workload.inside import InstanceStatus, Job
+from fluxhop.workload.inside import InstanceStatus, Job, submit_args
 from fluxhop.workload.verbs import FluxVerbs
 
 __all__ = ["table"]
@@ -144,10 +146,14 @@ def submit_command(
     **flux: Any,
 ) -> int:
     """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
-    options = pop_flux_options(flux).words()
-    options += [f"--env={key}={value}" for key, value in parse_env(env).items()]
+    try:  # bad flags are one line here, before anything connects
+        options = pop_flux_options(flux).words()
+        options += [f"--env={key}={value}" for key, value in parse_env(env).items()]
+        shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
+        submit_args(list(command), cc=cc, watch=watch, **shape)
+    except InputError as err:
+        raise shortened(err) from None
     inside = _inside(name, kubeconfig, context, namespace, local)
-    shape = {"nodes": nodes, "ntasks": ntasks, "cores": cores, "gpus": gpus, "options": options}
     if watch:
         return inside.submit_watch(name, list(command), cc=cc, **shape)
     for jobid in inside.submit(name, list(command), cc=cc, **shape):

@@ -10,14 +10,15 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.common import load_spec, target_option
+from fluxhop.cli.common import load_spec, shortened, target_option
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
-from fluxhop.errors import InputError, SpecError
+from fluxhop.errors import InputError, SpecError, clipped
 from fluxhop.flux.jobopts import JobOptions
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.placement import PULL_POLICIES, SECURITY_PROFILES, Placement
+from fluxhop.spec.screen import in_terms
 
 __all__ = ["JOB_FLAGS", "JobFlags", "job_options", "placement_options", "spec_from_options"]
 
@@ -86,12 +87,14 @@ def spec_from_options(
             placement=placement,
             extra_flux_args=flux_words,
         )
-    except SpecError as err:
-        raise SpecError(_in_flag_terms(str(err))) from None
+    except InputError as err:  # the spec's, and the placement flags' own
+        message = in_terms(str(err), _FLAG_OF)
+        raise (shortened(err) if message == str(err) else SpecError(clipped(message))) from None
 
 
 # Where a field of the MiniCluster built from flags came from, so that an error
-# names the flag the user typed rather than a spec path they never wrote.
+# names the flag the user typed rather than a spec path they never wrote
+# (spec.screen.in_terms; hop's flags go through the rabbit door's names).
 _FLAG_OF = (
     ("spec.containers[0].image", "--image"),
     ("spec.containers[0].workingDir", "--workdir"),
@@ -100,14 +103,10 @@ _FLAG_OF = (
     ("spec.maxSize", "--max-size"),
     ("spec.size", "-N/--nodes"),
     ("spec: pod.securityProfile", "--security"),
+    ("spec.containers[0].command", "COMMAND"),
+    ("spec.flux.optionFlags", "--flux-args"),  # -o, -S and -t are checked before
+    ("metadata.name", "--name"),
 )
-
-
-def _in_flag_terms(message: str) -> str:
-    for path, flag in _FLAG_OF:
-        if message.startswith(path):
-            return flag + message[len(path) :]
-    return message
 
 
 @dataclass(frozen=True)
@@ -133,6 +132,10 @@ class JobFlags:
     flux_options: JobOptions
 
     def spec(self, namespace: str | None, *, default_image: str | None = None) -> MiniCluster:
+        try:
+            words = self.flux_options.words()
+        except InputError as err:  # -t, --flux-args, ...: they name their flags
+            raise shortened(err) from None
         return spec_from_options(
             self.filename,
             self.command,
@@ -149,7 +152,7 @@ class JobFlags:
             gpu_resource=self.gpu_resource,
             flux_in_image=self.flux_in_image,
             placement=self.placement,
-            flux_words=self.flux_options.words(),
+            flux_words=words,
         )
 
     def note_local(self) -> None:

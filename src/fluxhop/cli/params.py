@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from fluxhop.errors import shown
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.rules import dns_subdomain_problem
 
@@ -24,7 +25,7 @@ class _Checked(click.ParamType):
         text = str(value)
         found = self.problem(text)
         if found:
-            self.fail(f"{text!r} {found}", param, ctx)
+            self.fail(f"{shown(text)} {found}", param, ctx)
         return text
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import tomli_w
 
+from fluxhop.arguments import check_fields, checked
 from fluxhop.errors import BrokerConfigError, DurationError, HostlistError
 from fluxhop.flux import fsd, hostlist
 from fluxhop.flux.topology import parents, validate_topo
@@ -59,6 +60,7 @@ def validate_hostname(host: str) -> str:
     return host
 
 
+@checked
 def format_uri(template: str, host: str | None, port: int | None) -> str:
     """Expand ``%h`` (host), ``%p`` (port) and ``%%`` like flux-core ``format_uri``."""
     out: list[str] = []
@@ -84,6 +86,7 @@ def format_uri(template: str, host: str | None, port: int | None) -> str:
     return "".join(out)
 
 
+@checked
 def validate_uri(uri: str, *, what: str = "URI") -> str:
     """flux-core ``overlay_uri_check``: tcp:// or ipc://, no ``:*`` wildcard."""
     if len(uri.encode()) > MAX_URI_BYTES:
@@ -113,6 +116,9 @@ class HostEntry:
     bind: str | None = None
     connect: str | None = None
     parent: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def to_dict(self) -> dict[str, str]:
         entry = {"host": self.host}
@@ -150,6 +156,7 @@ class BrokerConfig:
     queue_policy: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if isinstance(self.hosts, str):
             size = self._validate_hostlist(self.hosts)
         else:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from fluxhop.arguments import check_fields, checked
 from fluxhop.errors import CurveCertError
 
 __all__ = ["CurveCert", "z85_decode", "z85_encode"]
@@ -43,6 +44,7 @@ MAX_LINE_BYTES = 254  # a line plus its newline must fit flux's 255-char fgets r
 HEADER = "#  ZeroMQ CURVE **Secret** Certificate\n#  DO NOT DISTRIBUTE\n\n"
 
 
+@checked
 def z85_encode(data: bytes) -> str:
     """ZeroMQ RFC 32 Z85; the input length must be a multiple of 4."""
     if len(data) % 4:
@@ -58,6 +60,7 @@ def z85_encode(data: bytes) -> str:
     return "".join(out)
 
 
+@checked
 def z85_decode(text: str) -> bytes:
     """Inverse of :func:`z85_encode`."""
     if len(text) % 5:
@@ -112,6 +115,7 @@ class CurveCert:
     metadata: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        check_fields(self)
         _check_key("public-key", self.public_key)
         _check_key("secret-key", self.secret_key)
         if public_from_secret(self.secret_key) != self.public_key:
@@ -124,6 +128,7 @@ class CurveCert:
             _check_metadata(key, value)
 
     @classmethod
+    @checked
     def generate(cls, name: str, metadata: dict[str, str] | None = None) -> CurveCert:
         """A fresh random X25519 key pair (``flux keygen --name=NAME``)."""
         if not name:
@@ -152,6 +157,7 @@ class CurveCert:
         return text
 
     @classmethod
+    @checked
     def from_zpl(cls, text: str, *, require_name: bool = True) -> CurveCert:
         """Read a certificate with flux-core's rules.
 

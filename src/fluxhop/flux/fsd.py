@@ -11,6 +11,7 @@ import math
 import re
 
 from fluxhop.errors import DurationError
+from fluxhop.flux.limits import MAX_SECONDS
 
 __all__ = ["format_fsd", "parse", "parse_time_limit"]
 
@@ -31,14 +32,26 @@ def parse(text: str) -> float:
             f"invalid duration {text!r}: use a number with an optional unit "
             "s, m, h or d (e.g. '30s', '1.5h')"
         )
-    return float(match.group("number")) * _UNITS[match.group("unit") or ""]
+    return _bounded(float(match.group("number")) * _UNITS[match.group("unit") or ""], text)
+
+
+def _bounded(seconds: float, text: str) -> float:
+    """A written number past MAX_SECONDS (``1e400``) is a typo, not a duration;
+    a duration without end is written ``inf``."""
+    if not seconds <= MAX_SECONDS:
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise DurationError(
+            f"duration {shown!r} is longer than {MAX_SECONDS} seconds (about 68 years); "
+            "write inf for no limit"
+        )
+    return seconds
 
 
 def parse_time_limit(text: str) -> float:
     """``flux run -t`` semantics: a bare number is minutes, else an FSD."""
     stripped = str(text).strip()
     if re.fullmatch(r"[0-9]*\.?[0-9]+", stripped):
-        return float(stripped) * 60.0
+        return _bounded(float(stripped) * 60.0, stripped)
     return parse(stripped)
 
 

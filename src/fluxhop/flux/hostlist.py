@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fluxhop.arguments import checked
 from fluxhop.errors import HostlistError
 
 MAX_RANGE = 1 << 20  # hosts per range (flux-core MAX_RANGE)
@@ -343,6 +344,7 @@ class HostRun:
         return self.prefix if self.single else f"{self.prefix}{self.hi:0{self.width}d}"
 
 
+@checked
 def runs(text: str) -> list[HostRun]:
     """The runs a hostlist decodes into, without expanding them:
     ``runs("node[1-1000],login")`` is the run node1..node1000 (count 1000),
@@ -350,6 +352,7 @@ def runs(text: str) -> list[HostRun]:
     return [HostRun(r.prefix, r.lo, r.hi, r.width, r.single) for r in _decode_ranges(text)]
 
 
+@checked
 def decode(text: str) -> list[str]:
     """Expand an RFC 29 hostlist into host names, in order, duplicates kept.
 
@@ -362,6 +365,7 @@ def decode(text: str) -> list[str]:
     return hosts
 
 
+@checked
 def expand(text: str) -> list[str]:
     """Alias of :func:`decode` (``flux hostlist --expand``)."""
     return decode(text)
@@ -381,6 +385,7 @@ def _check_host(host: object, index: int) -> str:
     return host
 
 
+@checked
 def encode(hosts: Iterable[str]) -> str:
     """Compress host names into the shortest RFC 29 hostlist, keeping order.
 
@@ -395,6 +400,7 @@ def encode(hosts: Iterable[str]) -> str:
     return _format(builder.ranges)
 
 
+@checked
 def count(text: str) -> int:
     """Number of hosts in a hostlist, without expanding it (suffixed brackets
     such as ``x[1-1000000]y`` included)."""
@@ -414,6 +420,7 @@ def _host_at(ranges: Sequence[_Range], index: int, total: int, text: str) -> str
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@checked
 def nth(text: str, index: int | str) -> str:
     """Host(s) at ``index`` (``flux hostlist --nth``).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from fluxhop.arguments import checked
 from fluxhop.errors import IdsetError
 
 __all__ = ["MAX_DECODE", "count", "decode", "encode", "runs"]
@@ -62,6 +63,7 @@ def _ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
+@checked
 def runs(text: str) -> list[tuple[int, int]]:
     """The idset as ascending inclusive ``(lo, hi)`` runs, without expanding it.
 
@@ -71,6 +73,7 @@ def runs(text: str) -> list[tuple[int, int]]:
     return _ranges(text)
 
 
+@checked
 def decode(text: str, *, limit: int = MAX_DECODE) -> list[int]:
     """Decode an idset string into a sorted list of ids (at most ``limit``).
 
@@ -89,6 +92,7 @@ def decode(text: str, *, limit: int = MAX_DECODE) -> list[int]:
     return ids
 
 
+@checked
 def count(text: str) -> int:
     """Number of ids in an idset string, without expanding it."""
     return sum(hi - lo + 1 for lo, hi in _ranges(text))
@@ -105,6 +109,7 @@ def _check_ids(ids: Iterable[int]) -> list[int]:
     return sorted(values)
 
 
+@checked
 def encode(ids: Iterable[int], *, ranges: bool = True, brackets: bool = False) -> str:
     """Encode ids as an idset string.
 

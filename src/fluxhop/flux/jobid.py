@@ -5,6 +5,7 @@ Python ``JobID`` needs its C library."""
 
 from __future__ import annotations
 
+from fluxhop.arguments import checked
 from fluxhop.errors import InputError
 
 __all__ = ["f58", "parse"]
@@ -14,6 +15,7 @@ _VALUE = {c: i for i, c in enumerate(_ALPHABET)}
 _MAX = 2**64 - 1
 
 
+@checked
 def f58(jobid: int, *, ascii: bool = True) -> str:
     if not 0 <= jobid <= _MAX:
         raise InputError(f"job ID {jobid} is not a 64-bit unsigned integer")
@@ -26,6 +28,7 @@ def f58(jobid: int, *, ascii: bool = True) -> str:
     return ("f" if ascii else "ƒ") + digits
 
 
+@checked
 def parse(text: str) -> int:
     """A job ID in F58 (``ƒ``/``f`` prefix) or decimal, as an integer."""
     value = text.strip()

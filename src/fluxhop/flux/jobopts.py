@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from fluxhop.arguments import check_fields
 from fluxhop.errors import InputError
 from fluxhop.flux.fsd import parse_time_limit
 
@@ -35,6 +36,9 @@ class JobOptions:
     time_limit: str | None = None
     exclusive: bool = False
     flux_args: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def words(self) -> list[str]:
         """The options as ``flux run`` arguments; a one-line error names the

@@ -22,9 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fluxhop.arguments import checked
 from fluxhop.documents import load_all
 from fluxhop.errors import InputError, InvalidJobspec
 from fluxhop.flux.jobspec_rules import parse_count, validate
+from fluxhop.nesting import check_data
 
 __all__ = ["Jobspec", "ResourceSummary", "from_command", "load", "set_attribute"]
 
@@ -92,7 +94,10 @@ def _summarize(doc: Mapping[str, Any]) -> ResourceSummary:
 class Jobspec:
     """A validated jobspec. The underlying document is never mutated."""
 
+    @checked
     def __init__(self, doc: Mapping[str, Any], *, v1: bool = True) -> None:
+        # JSON's values only, and bounded, before anything recursive meets it
+        check_data(doc, "jobspec", error=InvalidJobspec, json=True)
         validate(doc, v1)
         self._doc: dict[str, Any] = copy.deepcopy(dict(doc))
         self.v1 = v1
@@ -175,6 +180,7 @@ class Jobspec:
         return f"Jobspec(version={self.version}, command={self.command!r})"
 
 
+@checked
 def load(source: str | bytes | Mapping[str, Any], *, v1: bool = True) -> Jobspec:
     """Parse (YAML or JSON text, or a mapping) and validate a jobspec.
 
@@ -221,6 +227,7 @@ def _attribute_value(raw: str, from_file: bool) -> Any:
         return raw
 
 
+@checked
 def set_attribute(attributes: dict[str, Any], keyval: str) -> dict[str, Any]:
     """Apply one ``flux run --setattr KEY[=VALUE]`` to an attributes mapping.
 
@@ -248,6 +255,7 @@ def set_attribute(attributes: dict[str, Any], keyval: str) -> dict[str, Any]:
     return attributes
 
 
+@checked
 def from_command(
     command: Sequence[str],
     *,

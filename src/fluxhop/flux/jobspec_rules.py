@@ -12,10 +12,17 @@ from typing import Any
 
 from fluxhop.errors import IdsetError, InvalidJobspec
 from fluxhop.flux import idset
+from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_GPUS_PER_NODE, MAX_SECONDS, MAX_TASKS
 
 __all__ = ["Count", "parse_count", "validate"]
 
 
+# per parent vertex (a slot's cores, a node's GPUs): the most any node has
+_MOST = {
+    "core": (MAX_CORES_PER_NODE, "the most cores any node has"),
+    "gpu": (MAX_GPUS_PER_NODE, "the most GPUs any node has"),
+    "slot": (MAX_TASKS, "a task per core of the most nodes a MiniCluster has"),
+}
 _VERTEX_KEYS = {"type", "count", "unit", "exclusive", "with", "label", "id"}
 _TASK_KEYS = {"command", "slot", "count", "attributes", "distribution"}
 _COUNT_KEYS = {"per_slot", "per_resource", "total"}
@@ -119,7 +126,12 @@ def _check_vertex(path: str, vertex: Any, v1: bool) -> None:
     if v1 and not _is_int(vertex["count"]):
         _fail(f"{path}.count", "V1 resource counts must be integers")
     # flux-core accepts a zero count for anything but node, slot and core (gpu: 0)
-    parse_count(f"{path}.count", vertex["count"], allow_zero=rtype not in ("node", "slot", "core"))
+    count = parse_count(
+        f"{path}.count", vertex["count"], allow_zero=rtype not in ("node", "slot", "core")
+    )
+    most, why = _MOST.get(rtype, (None, ""))
+    if most is not None and max(count.min, count.max or 0) > most:
+        _fail(f"{path}.count", f"a {rtype} count past {most}, {why}")
     for key in ("unit", "label", "id"):
         if key in vertex and not isinstance(vertex[key], str):
             _fail(f"{path}.{key}", "must be a string")
@@ -178,8 +190,9 @@ def _check_task(path: str, task: Any) -> None:
 
 def _check_system(system: Mapping[str, Any]) -> None:
     path = "attributes.system"
-    if "duration" in system and (not _is_number(system["duration"]) or system["duration"] < 0):
-        _fail(f"{path}.duration", "must be a number of seconds >= 0")
+    duration = system.get("duration", 0)
+    if not _is_number(duration) or not 0 <= duration <= MAX_SECONDS:  # NaN fails too
+        _fail(f"{path}.duration", f"must be a number of seconds from 0 to {MAX_SECONDS}")
     for key in ("environment", "constraints", "job", "files"):
         if key in system and not isinstance(system[key], Mapping):
             _fail(f"{path}.{key}", "must be a mapping")

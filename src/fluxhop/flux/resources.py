@@ -22,8 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fluxhop.arguments import checked
 from fluxhop.errors import HostlistError, IdsetError, InvalidResourceSet
 from fluxhop.flux import hostlist, idset
+from fluxhop.nesting import check_data, check_json_text
 
 __all__ = ["Node", "ResourceSet"]
 
@@ -111,6 +113,7 @@ class ResourceSet:
     scheduling: Any = None
 
     @classmethod
+    @checked
     def from_nodes(
         cls,
         hosts: Sequence[str] | str,
@@ -223,6 +226,7 @@ class ResourceSet:
         return json.dumps(self.to_dict())
 
     @classmethod
+    @checked
     def from_json(cls, text: str | bytes | Mapping[str, Any] | None) -> ResourceSet:
         """Parse R; anything malformed raises :class:`InvalidResourceSet`.
 
@@ -234,10 +238,17 @@ class ResourceSet:
         if isinstance(text, Mapping):
             doc: Any = text
         else:
-            try:
+            try:  # bounded before json.loads, which recurses
+                if isinstance(text, bytes):
+                    text = text.decode(json.detect_encoding(text))
+                check_json_text(text, "R", error=InvalidResourceSet)
                 doc = json.loads(text)
-            except (TypeError, ValueError) as err:
+            except InvalidResourceSet:
+                raise
+            except ValueError as err:  # UnicodeDecodeError and JSONDecodeError
                 raise InvalidResourceSet(f"R is not valid JSON: {err}") from None
+        # JSON's values only, and bounded: to_json() must be able to write it back
+        check_data(doc, "R", error=InvalidResourceSet, json=True)
         return cls.empty() if doc is None else _from_doc(doc)
 
     @classmethod

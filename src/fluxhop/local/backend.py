@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from fluxhop.arguments import checked
 from fluxhop.errors import AlreadyExists, InputError, NotFound
 from fluxhop.local.broker import Sink
 from fluxhop.local.instance import LocalInstance
@@ -55,6 +56,7 @@ class LocalMiniClusters:
     def in_namespace(self, namespace: str) -> LocalMiniClusters:
         return self  # one machine has one place
 
+    @checked
     def create(
         self,
         spec: MiniCluster,
@@ -82,15 +84,18 @@ class LocalMiniClusters:
         self.instances[spec.name] = instance
         return spec.name
 
+    @checked
     def owners(self, name: str) -> list[dict[str, Any]] | None:
         return [] if name in self.instances else None
 
+    @checked
     def require(self, name: str) -> LocalInstance:
         try:
             return self.instances[name]
         except KeyError:
             raise NotFound(f"no local MiniCluster {name} in this process") from None
 
+    @checked
     def status(self, name: str) -> Status:
         instance = self.require(name)
         running = sum(1 for b in instance.brokers if b.process.poll() is None)
@@ -105,6 +110,7 @@ class LocalMiniClusters:
     def list(self) -> list[Status]:
         return [self.status(name) for name in sorted(self.instances)]
 
+    @checked
     def wait(self, name: str, timeout: float | None) -> Status:
         instance = self.require(name)
         if instance.interactive:
@@ -113,10 +119,12 @@ class LocalMiniClusters:
             instance.wait(timeout=timeout)
         return self.status(name)
 
+    @checked
     def wait_ready(self, name: str) -> str:
         """Until rank 0 takes connections; its FLUX_URI (for flux proxy)."""
         return self.require(name).wait_ready()
 
+    @checked
     def flux_root(self, name: str, submit: bool = False) -> str:
         """Rank 0's Flux root once it takes jobs (for flux verbs, local/inside.py)."""
         instance = self.require(name)
@@ -131,12 +139,15 @@ class LocalMiniClusters:
         assert instance.layout is not None
         return instance.layout.flux_root(0)
 
+    @checked
     def logs(self, name: str, *, follow: bool = False) -> Iterator[str]:
         return (line for line in self.require(name).lines())
 
+    @checked
     def scale(self, name: str, size: int) -> Status:
         raise InputError("a local MiniCluster cannot be resized; delete it and create it again")
 
+    @checked
     def delete(self, name: str) -> None:
         self.require(name).stop()
         del self.instances[name]

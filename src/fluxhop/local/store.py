@@ -24,10 +24,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fluxhop.errors import AlreadyExists, FluxhopWarning, NotFound
+from fluxhop.arguments import checked
+from fluxhop.errors import AlreadyExists, FluxhopWarning, InputError, NotFound, shown
 from fluxhop.local.instance import EXIT_FILE, OUTPUT_FILE, LocalInstance
 from fluxhop.local.processes import POLL, group_alive, stop_groups
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.names import dns_label_problem
 from fluxhop.workload import Status
 from fluxhop.workload.verbs import refuse_closed
 
@@ -102,10 +104,15 @@ class LocalStore:
         return "local"
 
     def _path(self, name: str) -> Path:
+        # A MiniCluster's name is a DNS label: never "..", "/" or a path of any kind.
+        problem = dns_label_problem(name)
+        if problem:
+            raise InputError(f"local MiniCluster name {shown(name)} {problem}")
         return self.directory / name
 
     # --- create -------------------------------------------------------------------
 
+    @checked
     def create(self, spec: MiniCluster) -> Record:
         """Start the brokers in the background; return once rank 0 takes jobs
         (Ctrl-C or a failure before that leaves nothing behind)."""
@@ -157,6 +164,7 @@ class LocalStore:
         shutil.rmtree(self._path(name), ignore_errors=True)
         warnings.warn(f"local MiniCluster {name} {why}; removed it", FluxhopWarning, stacklevel=3)
 
+    @checked
     def find(self, name: str) -> Record | None:
         """The record of a MiniCluster, or None; a stale entry (its brokers
         gone before rank 0's job ended) is said and cleaned."""
@@ -173,12 +181,14 @@ class LocalStore:
             return None
         return record
 
+    @checked
     def require(self, name: str) -> Record:
         record = self.find(name)
         if record is None:
             raise NotFound(f"no local MiniCluster {name} (fluxhop list --local shows them)")
         return record
 
+    @checked
     def running(self, name: str, *, submit: bool = False) -> Record:
         """A MiniCluster that can take flux commands now."""
         record = self.require(name)
@@ -192,15 +202,21 @@ class LocalStore:
         )
         return record
 
+    @checked
     def status(self, name: str) -> Status:
         return self.require(name).status()
 
     def list(self) -> list[Status]:
         if not self.directory.is_dir():
             return []
-        found = (self.find(path.name) for path in sorted(self.directory.iterdir()) if path.is_dir())
+        found = (
+            self.find(path.name)
+            for path in sorted(self.directory.iterdir())
+            if path.is_dir() and dns_label_problem(path.name) is None
+        )
         return [record.status() for record in found if record is not None]
 
+    @checked
     def logs(self, name: str, *, follow: bool = False) -> Iterator[str]:
         """Rank 0's output; ``follow``: until rank 0 ends."""
         record = self.require(name)
@@ -219,6 +235,7 @@ class LocalStore:
 
     # --- delete ---------------------------------------------------------------------
 
+    @checked
     def delete(self, name: str) -> None:
         """Stop every broker (TERM, then KILL) and remove the directory."""
         record = self._read(name) if self._path(name).is_dir() else None

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from fluxhop.errors import SHOWN, SpecError, shown
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.placement import choose_rabbits
 from fluxhop.rabbit.workflow import Workflow
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.rules import env_name_problem
+from fluxhop.spec.screen import in_terms
 
 if TYPE_CHECKING:
     from fluxhop.rabbit.request import RabbitRequest
@@ -61,12 +64,51 @@ def _volumes(
 
 
 def _environment(request: RabbitRequest, system: dict[str, str]) -> dict[str, str]:
+    for key in request.env:
+        problem = env_name_problem(key)
+        if problem:
+            written = key if key.isprintable() and len(key) <= SHOWN else shown(key)
+            raise RabbitError(f"rabbit.mpi.env.{written}: {problem}")
     clash = sorted(set(system) & set(request.env))
     if clash:
         raise RabbitError(
             f"rabbit.mpi.env.{clash[0]} is set by the workflow itself; use another variable name"
         )
     return {**request.env, **system}
+
+
+# Where each field of the MiniCluster came from in the job's request, so that
+# an error names the attribute the job set (rabbit.mpi.image), not a spec path
+# it never wrote (spec.screen.in_terms); `fluxhop hop` names its flags for them.
+_ATTRIBUTE_OF = (
+    ("spec.containers[0].image", "rabbit.mpi.image"),
+    ("spec.containers[0].workingDir", "rabbit.mpi.workdir"),
+    ("spec.containers[0].command", "rabbit.mpi.command"),
+    ("spec.containers[0].environment", "rabbit.mpi.env"),
+    ("spec.containers[0].imagePullSecret", "rabbit.mpi.pull_secret"),
+    ("spec.containers[0].imagePullPolicy", "rabbit.mpi.pull_policy"),
+    ("spec.containers[0].resources.limits", "cxi_resource"),
+    ("spec.containers[0].resources.requests", "cxi_resource"),
+    ("spec.containers[0].volumes", "rabbit.mpi.rabbit_mount"),
+    ("spec.tasks", "rabbit.mpi.tasks"),
+)
+
+
+def _names(workflow: Workflow | None, name: str, namespace: str) -> tuple[tuple[str, str], ...]:
+    """What to call the MiniCluster's name and namespace in an error: the
+    Workflow's metadata when they are the Workflow's, else the arguments."""
+    named = "name"
+    if workflow is not None and name == workflow.name:
+        named = "the Workflow's metadata.name"
+    spaced = "namespace"
+    if workflow is not None and namespace == workflow.namespace:
+        spaced = "the Workflow's metadata.namespace"
+    return (
+        ("spec.containers[0].name", named),
+        ("metadata.name", named),
+        ("metadata.namespace", spaced),
+        *_ATTRIBUTE_OF,
+    )
 
 
 def rabbit_minicluster(
@@ -145,4 +187,10 @@ def rabbit_minicluster(
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
-    return MiniCluster.from_dict(document)
+    try:
+        return MiniCluster.from_dict(document)
+    except SpecError as err:
+        message = in_terms(str(err), _names(workflow, name, namespace))
+        if message.startswith("the Workflow's"):
+            message += " (the MiniCluster is named after its Workflow)"
+        raise RabbitError(message) from None  # cut short there when huge

@@ -13,12 +13,14 @@ import re
 import warnings
 from collections.abc import Iterable
 
+from fluxhop.arguments import checked
 from fluxhop.errors import FluxhopWarning
 from fluxhop.rabbit.errors import RabbitError
 
 __all__ = ["choose_rabbits", "natural_key"]
 
 
+@checked
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders the digit runs of a host name by value."""
     return tuple(
@@ -26,8 +28,9 @@ def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     )
 
 
+@checked
 def choose_rabbits(
-    available: Iterable[str], wanted: Iterable[str] | None, nodes: int | None
+    available: Iterable[str] | str, wanted: Iterable[str] | None, nodes: int | None
 ) -> tuple[str, ...]:
     """The rabbits to use, or a :class:`RabbitError` that says why there are none."""
     if isinstance(available, str):

@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from fluxhop.arguments import check_fields, checked
+from fluxhop.errors import InputError
 from fluxhop.flux.jobspec import Jobspec
+from fluxhop.nesting import check_data
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.spec.rules import dns_subdomain_problem
 
@@ -79,6 +82,17 @@ _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
 
+def _shown(value: Any) -> str:
+    """A value as ``-S`` writes it (JSON), shortened, for a one-line error;
+    never an error itself, whatever the value is."""
+    try:
+        check_data(value, "value")
+    except InputError:
+        return f"<{type(value).__name__} nested too deep>"
+    text = json.dumps(value, default=lambda v: f"<{type(v).__name__}>", skipkeys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_bool(value: Any, key: str) -> bool:
     """JSON booleans, 0/1, and the strings true/false/yes/no/1/0 (any case)."""
     if isinstance(value, bool):
@@ -87,18 +101,16 @@ def parse_bool(value: Any, key: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
-    raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: use true or false (or yes/no, 1/0)")
+    raise RabbitError(f"rabbit.mpi.{key}={_shown(value)}: use true or false (or yes/no, 1/0)")
 
 
 def _int(value: Any, key: str, minimum: int) -> int:
     if isinstance(value, bool):
-        raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: must be a whole number")
+        raise RabbitError(f"rabbit.mpi.{key}={_shown(value)}: must be a whole number")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if not isinstance(value, int):
-        raise RabbitError(
-            f"rabbit.mpi.{key}={json.dumps(value)}: must be a whole number, e.g. {key}=4"
-        )
+        raise RabbitError(f"rabbit.mpi.{key}={_shown(value)}: must be a whole number, e.g. {key}=4")
     if value < minimum:
         raise RabbitError(f"rabbit.mpi.{key}={value}: must be {minimum} or more")
     return value
@@ -106,7 +118,7 @@ def _int(value: Any, key: str, minimum: int) -> int:
 
 def _str(value: Any, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise RabbitError(f"rabbit.mpi.{key}={json.dumps(value)}: must be a non-empty string")
+        raise RabbitError(f"rabbit.mpi.{key}={_shown(value)}: must be a non-empty string")
     return value.strip()
 
 
@@ -129,7 +141,7 @@ def _rabbits(value: Any) -> tuple[str, ...]:
     names = value.split(",") if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise RabbitError(
-            f"rabbit.mpi.rabbits={json.dumps(value)}: use a list or a comma-separated string"
+            f"rabbit.mpi.rabbits={_shown(value)}: use a list or a comma-separated string"
         )
     cleaned = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
     if not cleaned:
@@ -146,14 +158,12 @@ def _rabbits(value: Any) -> tuple[str, ...]:
 def _env(value: Any) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
         raise RabbitError(
-            f"rabbit.mpi.env={json.dumps(value)}: set variables as -S rabbit.mpi.env.NAME=VALUE"
+            f"rabbit.mpi.env={_shown(value)}: set variables as -S rabbit.mpi.env.NAME=VALUE"
         )
     env: dict[str, str] = {}
     for key, item in value.items():
-        if isinstance(item, (dict, list)) or item is None:
-            raise RabbitError(
-                f"rabbit.mpi.env.{key}: must be a plain value, not {json.dumps(item)}"
-            )
+        if isinstance(item, (Mapping, list, tuple)) or item is None:
+            raise RabbitError(f"rabbit.mpi.env.{key}: must be a plain value, not {_shown(item)}")
         env[str(key)] = json.dumps(item) if isinstance(item, bool) else str(item)
     return MappingProxyType(env)
 
@@ -163,7 +173,12 @@ def _attributes(source: Jobspec | Mapping[str, Any]) -> Mapping[str, Any]:
         return source.attributes
     if isinstance(source, Mapping):
         if "attributes" in source:
-            return source["attributes"] or {}
+            attributes = source["attributes"] or {}
+            if not isinstance(attributes, Mapping):
+                raise RabbitError(
+                    f"the jobspec's attributes must be a mapping, not {type(attributes).__name__}"
+                )
+            return attributes
         raise RabbitError(
             "expected a jobspec (with attributes), e.g. {'attributes': {'system': {...}}}"
         )
@@ -201,7 +216,11 @@ class RabbitRequest:
             return self.add_flux
         return self.image != DEFAULT_IMAGE
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
     @classmethod
+    @checked
     def from_jobspec(cls, jobspec: Jobspec | Mapping[str, Any]) -> RabbitRequest:
         """Read ``attributes.system.rabbit.mpi`` of a jobspec (or jobspec mapping)."""
         system = _attributes(jobspec).get("system") or {}
@@ -209,6 +228,8 @@ class RabbitRequest:
         if not isinstance(rabbit, Mapping) or "mpi" not in rabbit or rabbit["mpi"] is None:
             return cls()
         mpi = rabbit["mpi"]
+        # what -S can store (JSON), bounded, before any value is read or shown
+        check_data(mpi, "rabbit.mpi", error=RabbitError, json=True)
         if isinstance(mpi, Mapping):
             return cls._from_table(mpi)
         if isinstance(mpi, str) and not mpi.strip():
@@ -217,13 +238,14 @@ class RabbitRequest:
             with contextlib.suppress(RabbitError):
                 return cls(enabled=parse_bool(mpi, "enabled"))
         raise RabbitError(
-            f"rabbit.mpi={json.dumps(mpi)}: use true/false (yes/no, 1/0), "
+            f"rabbit.mpi={_shown(mpi)}: use true/false (yes/no, 1/0), "
             "or set sub-keys such as rabbit.mpi.image=IMAGE"
         )
 
+    @checked
     def to_minicluster(
         self,
-        rabbits: Iterable[str],
+        rabbits: Iterable[str] | str,
         *,
         name: str,
         namespace: str = "default",

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fluxhop.errors import shown
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.render.objects import owner_reference
 
@@ -79,6 +80,12 @@ class Workflow:
             raise RabbitError(
                 "the Workflow has no metadata.name or metadata.uid; pass the object read from the API server"
             )
+        for key in ("name", "namespace", "uid"):
+            value = metadata.get(key)
+            if value is not None and not isinstance(value, str):
+                raise RabbitError(
+                    f"the Workflow's metadata.{key} must be a string, not {shown(value)}"
+                )
         spec = obj.get("spec") or {}
         directives = spec.get("dwDirectives") or []
         if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):

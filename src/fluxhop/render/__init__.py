@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fluxhop.errors import SpecError
+from fluxhop.arguments import checked
+from fluxhop.errors import SpecError, shown
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render.bundle import DEFAULT_PATHS, Bundle, Layout, build_bundle
 from fluxhop.render.job import indexed_job
@@ -23,6 +24,7 @@ from fluxhop.render.operator import minicluster_resource
 from fluxhop.render.scripts import PodPaths
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.rules import dns_subdomain_problem
 
 __all__ = ["TARGETS", "Target", "bundle_for", "render"]
 
@@ -37,6 +39,7 @@ def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
     return CurveCert.generate(spec.name)
 
 
+@checked
 def bundle_for(
     spec: MiniCluster,
     target: Target | str = Target.JOB,
@@ -49,6 +52,9 @@ def bundle_for(
     """The Flux bootstrap bundle for the pods ``target`` creates (see
     :func:`build_bundle` for ``paths`` and ``cores_per_node``)."""
     target = Target.parse(target)
+    problem = dns_subdomain_problem(cluster_domain)
+    if problem:
+        raise SpecError(f"cluster_domain {shown(cluster_domain)} {problem} (e.g. cluster.local)")
     prefix = host_prefix(spec.name) if target is Target.JOBSET else f"{spec.name}-"
     longest = f"{prefix}{spec.spec.max_nodes - 1}"
     if len(longest) > 63:
@@ -60,6 +66,7 @@ def bundle_for(
     return build_bundle(spec, layout, _cert(spec, cert), paths=paths, cores_per_node=cores_per_node)
 
 
+@checked
 def render(
     spec: MiniCluster,
     target: Target | str = Target.JOB,

@@ -7,6 +7,8 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from fluxhop.arguments import checked
+from fluxhop.errors import InputError
 from fluxhop.render.bundle import BROKER_PORT, Bundle
 from fluxhop.spec.kueue import KUEUE_PREFIX
 from fluxhop.spec.minicluster import MiniCluster
@@ -146,6 +148,7 @@ def network_policy(spec: MiniCluster) -> dict[str, Any]:
     }
 
 
+@checked(where="owner_reference")
 def owner_reference(obj: Mapping[str, Any], *, controller: bool = True) -> dict[str, Any]:
     """The ownerReference that makes an object garbage when ``obj`` is deleted.
 
@@ -153,7 +156,16 @@ def owner_reference(obj: Mapping[str, Any], *, controller: bool = True) -> dict[
     root for its children, a TrainJob for its JobSet); an owner that merely
     outlives it (a DWS Workflow) is not its controller.
     """
-    meta = obj["metadata"]
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
+    missing = [key for key in ("apiVersion", "kind") if not isinstance(obj.get(key), str)]
+    missing += [f"metadata.{k}" for k in ("name", "uid") if not isinstance(meta.get(k), str)]
+    if missing:
+        raise InputError(
+            f"owner_reference: obj has no {', '.join(missing)} (string); an owner is an object "
+            "read back from the API server, which sets metadata.uid"
+        )
     reference: dict[str, Any] = {
         "apiVersion": obj["apiVersion"],
         "kind": obj["kind"],

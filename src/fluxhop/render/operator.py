@@ -16,11 +16,12 @@ import shlex
 import warnings
 from typing import Any
 
-from fluxhop.errors import FluxhopWarning
+from fluxhop.errors import FluxhopWarning, SpecError, shown
 from fluxhop.render.objects import common_labels
 from fluxhop.spec.kueue import queue_of
 from fluxhop.spec.minicluster import API_VERSION, MiniCluster
 from fluxhop.spec.pod import EXTENSIONS as POD_EXTENSIONS
+from fluxhop.spec.rules import image_problem
 
 __all__ = ["minicluster_resource"]
 
@@ -119,10 +120,41 @@ def _job_shape(spec: MiniCluster, body: dict[str, Any]) -> None:
         flux["optionFlags"] = shlex.join(["--exclusive", *words])
 
 
+def _check_services(body: dict[str, Any]) -> None:
+    """The services fluxhop passes on unread (spec.services) still get the
+    checks the API server and the kubelet would make of them: a list of
+    containers, each image a reference a runtime can pull, each command a
+    string or a list of strings."""
+    services = body.get("services")
+    if services is None:  # null, which the API server prunes too
+        body.pop("services", None)
+        return
+    if not isinstance(services, list):
+        raise SpecError("spec.services must be a list of containers")
+    for index, service in enumerate(services):
+        where = f"spec.services[{index}]"
+        if not isinstance(service, dict):
+            raise SpecError(f"{where} must be a mapping (a container)")
+        image = service.get("image")
+        if image is not None:
+            if not isinstance(image, str):
+                raise SpecError(f"{where}.image must be a string, not {shown(image)}")
+            problem = image_problem(image)
+            if problem:
+                raise SpecError(f"{where}.image: {shown(image)} {problem}")
+        command = service.get("command")
+        if command is not None and not (
+            isinstance(command, str)
+            or (isinstance(command, list) and all(isinstance(word, str) for word in command))
+        ):
+            raise SpecError(f"{where}.command must be a string or a list of strings")
+
+
 def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
     body: dict[str, Any] = _document(spec)["spec"]
+    _check_services(body)
     for group in ("containers", "services"):
-        for container in body.get(group, []):
+        for container in body.get(group) or []:
             if isinstance(container.get("command"), list):
                 container["command"] = shlex.join(container["command"])
     _leave_out(body)

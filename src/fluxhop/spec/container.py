@@ -17,7 +17,7 @@ from fluxhop.errors import FluxhopWarning
 from fluxhop.spec import legacy
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
-from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.quantity import parse_quantity, size_problem
 from fluxhop.spec.rules import (
     AbsolutePath,
     DnsLabel,
@@ -61,10 +61,14 @@ class ResourceRequirements(Model):
     def _quantities(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name, amount in value.items():
             try:
-                if parse_quantity(amount) < 0:
-                    raise ValueError(f"{name} must not be negative")
+                number = parse_quantity(amount)
             except ValueError as err:
                 raise ValueError(f"{name}: {err}") from None
+            if number < 0:
+                raise ValueError(f"{name} must not be negative")
+            problem = size_problem(name, number)
+            if problem:
+                raise ValueError(f"{name} is {amount}: {problem}")
         return value
 
     @model_validator(mode="after")

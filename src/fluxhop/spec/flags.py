@@ -11,7 +11,9 @@ import math
 import shlex
 from collections.abc import Mapping, Sequence
 
+from fluxhop.arguments import checked
 from fluxhop.errors import SpecError
+from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_GPUS_PER_NODE
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import random_name
 from fluxhop.spec.placement import Placement, place
@@ -20,6 +22,7 @@ from fluxhop.spec.rules import MAX_NODES
 __all__ = ["minicluster_from_flags", "parse_env"]
 
 
+@checked
 def parse_env(items: Sequence[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings to a mapping; a missing ``=`` is an error."""
     env: dict[str, str] = {}
@@ -31,6 +34,7 @@ def parse_env(items: Sequence[str]) -> dict[str, str]:
     return env
 
 
+@checked
 def minicluster_from_flags(
     command: Sequence[str],
     *,
@@ -65,17 +69,39 @@ def minicluster_from_flags(
     if ntasks < nodes:
         raise SpecError(f"-n {ntasks} is fewer tasks than -N {nodes} nodes; give every node a task")
     per_node = math.ceil(ntasks / nodes)
+    if per_node > MAX_CORES_PER_NODE:
+        raise SpecError(
+            f"-n {ntasks} on -N {nodes} is {per_node} tasks per node, more than any node has "
+            f"cores for (at most {MAX_CORES_PER_NODE}); add nodes or run fewer tasks"
+        )
     flags: list[str] = []
     requests: dict[str, str] = {}
     limits: dict[str, str] = {}
     if cores_per_task is not None:
         if cores_per_task < 1:
             raise SpecError(f"-c/--cores-per-task must be 1 or more, not {cores_per_task}")
+        if per_node * cores_per_task > MAX_CORES_PER_NODE:
+            raise SpecError(
+                f"-c/--cores-per-task {cores_per_task} with {per_node} task(s) per node asks "
+                f"{per_node * cores_per_task} cores of a node; no node has more than "
+                f"{MAX_CORES_PER_NODE}"
+            )
         flags += ["-c", str(cores_per_task)]
         requests["cpu"] = str(per_node * cores_per_task)
     if gpus_per_task:
+        if "/" not in gpu_resource or gpu_resource.partition("/")[0].endswith("kubernetes.io"):
+            raise SpecError(
+                f"--gpu-resource {gpu_resource!r} is not a device resource: name the device "
+                "plugin's resource, such as nvidia.com/gpu or amd.com/gpu"
+            )
         if gpus_per_task < 0:
             raise SpecError(f"-g/--gpus-per-task must be 0 or more, not {gpus_per_task}")
+        if per_node * gpus_per_task > MAX_GPUS_PER_NODE:
+            raise SpecError(
+                f"-g/--gpus-per-task {gpus_per_task} with {per_node} task(s) per node asks "
+                f"{per_node * gpus_per_task} GPUs of a node; no node has more than "
+                f"{MAX_GPUS_PER_NODE}"
+            )
         flags += ["-g", str(gpus_per_task)]
         limits[gpu_resource] = str(per_node * gpus_per_task)
     flags += list(extra_flux_args)

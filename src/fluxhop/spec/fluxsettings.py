@@ -16,6 +16,7 @@ from fluxhop.errors import CurveCertError, DurationError, FluxhopError
 from fluxhop.flux import fsd
 from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.flux.curve import CurveCert
+from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_GPUS_PER_NODE
 from fluxhop.flux.topology import validate_topo
 from fluxhop.spec.container import ResourceRequirements, SecurityContext
 from fluxhop.spec.model import OPERATOR, Model
@@ -114,9 +115,12 @@ class FluxSpec(Model):
     def _flags(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                shlex.split(value)
+                words = shlex.split(value)
             except ValueError as err:
                 raise ValueError(f"cannot split into words: {err}") from None
+            problem = _sizes_problem(words)
+            if problem:
+                raise ValueError(problem)
         return value
 
     @field_validator("curve_cert")
@@ -141,3 +145,37 @@ class LoggingSpec(Model):
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "timed": "time the job with your own wrapper" + OPERATOR
     }
+
+
+# flux run's options that size a task: (short, long) -> the most a node has
+_SIZED = {
+    ("-c", "--cores-per-task"): MAX_CORES_PER_NODE,
+    ("-g", "--gpus-per-task"): MAX_GPUS_PER_NODE,
+}
+
+
+def _option_values(words: list[str], short: str, long: str) -> list[str]:
+    """The values given to one option, in each of its spellings."""
+    values = []
+    for i, word in enumerate(words):
+        if word in (short, long) and i + 1 < len(words):
+            values.append(words[i + 1])
+        elif word.startswith(f"{long}="):
+            values.append(word[len(long) + 1 :])
+        elif word.startswith(short) and len(word) > len(short) and not word.startswith("--"):
+            values.append(word[len(short) :])
+    return values
+
+
+def _sizes_problem(words: list[str]) -> str | None:
+    """A task size or time limit in the flags beyond what any node or job has."""
+    for (short, long), most in _SIZED.items():
+        for value in _option_values(words, short, long):
+            if value.isascii() and value.isdigit() and int(value) > most:
+                return f"{short} {value} asks more than any node has (at most {most})"
+    for value in _option_values(words, "-t", "--time-limit"):
+        try:
+            fsd.parse_time_limit(value)
+        except FluxhopError as err:
+            return f"-t {err}"
+    return None

@@ -30,8 +30,11 @@ from pydantic import (
     model_validator,
 )
 
+from fluxhop.arguments import checked
 from fluxhop.documents import load_all
 from fluxhop.errors import FluxhopWarning, InputError, SpecError
+from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_SECONDS, MAX_TASKS
+from fluxhop.nesting import check_data
 from fluxhop.spec import legacy
 from fluxhop.spec.container import (
     DEFAULT_APP_IMAGE,
@@ -91,10 +94,10 @@ class MiniClusterSpec(Model):
     size: int = Field(1, ge=1)
     max_size: int | None = Field(None, ge=1)
     min_size: int | None = Field(None, ge=1)
-    tasks: int | None = Field(None, ge=0)  # None: one task per node, as flux run -N
+    tasks: int | None = Field(None, ge=0, le=MAX_TASKS)  # None: one per node, as flux run -N
     interactive: bool = False
-    deadline_seconds: int = Field(31_500_000, ge=1)
-    backoff_limit: int | None = Field(None, ge=0)
+    deadline_seconds: int = Field(31_500_000, ge=1, le=MAX_SECONDS)
+    backoff_limit: int | None = Field(None, ge=0, le=2**31 - 1)  # an int32 in batch/v1
     job_labels: Labels = Field(default_factory=dict)
     cleanup: bool = False
     share_process_namespace: bool = False
@@ -124,6 +127,11 @@ class MiniClusterSpec(Model):
             raise ValueError(f"maxSize {self.max_size} is smaller than size {self.size}")
         if self.min_size is not None and self.min_size > self.size:
             raise ValueError(f"minSize {self.min_size} is larger than size {self.size}")
+        if self.tasks is not None and -(-self.tasks // self.size) > MAX_CORES_PER_NODE:
+            raise ValueError(
+                f"tasks {self.tasks} on size {self.size} is {-(-self.tasks // self.size)} tasks "
+                f"per node, more than any node has cores for (at most {MAX_CORES_PER_NODE})"
+            )
         flux_containers = [c for c in self.containers if c.run_flux]
         if len(self.containers) == 1 and self.containers[0].run_flux is None:
             flux_containers = list(self.containers)
@@ -256,6 +264,8 @@ class MiniCluster(Model):
             raise SpecError(
                 "a MiniCluster document must be a mapping with apiVersion, kind, metadata, spec"
             )
+        # bounded before anything recursive (screening, pydantic, deepcopy) meets it
+        check_data(data, "the MiniCluster", error=SpecError)
         if data.get("kind", "MiniCluster") != "MiniCluster":
             raise SpecError(f"kind: expected MiniCluster, got {data.get('kind')!r}")
         dropped: list[tuple[tuple[Any, ...], Any, str]] = []
@@ -283,18 +293,31 @@ class MiniCluster(Model):
         """Flux Operator fields fluxhop ignores, as (path, value) pairs."""
         return copy.deepcopy(self._operator_extras)
 
+    @checked
     def renamed(self, name: str | None = None, namespace: str | None = None) -> MiniCluster:
-        """A copy with another name and/or namespace (the source is kept)."""
+        """A copy with another name and/or namespace (the source is kept); a
+        name or namespace Kubernetes would refuse is a one-line :class:`SpecError`."""
+        try:
+            if name is not None:
+                check_dns_label(name, "name")
+            if namespace is not None:
+                check_dns_label(namespace, "namespace")
+        except ValueError as err:
+            raise SpecError(str(err)) from None
         clone = self.model_copy(deep=True)
-        if name is not None:
-            clone.metadata.name = check_dns_label(name, "name")
-            MiniCluster.model_validate(clone.model_dump())  # re-check host name length
         if namespace is not None:
             clone.metadata.namespace = namespace
+        if name is not None:
+            clone.metadata.name = name
+            try:
+                MiniCluster.model_validate(clone.model_dump())  # re-check host name length
+            except ValidationError as err:
+                raise spec_error(err) from None
         clone._operator_extras = copy.deepcopy(self._operator_extras)
         return clone
 
     @classmethod
+    @checked
     def from_yaml(
         cls, text: str, adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     ) -> MiniCluster:

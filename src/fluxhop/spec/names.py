@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 import re
 
+from fluxhop.errors import shown
+
 __all__ = ["check_dns_label", "dns_label_problem", "random_name"]
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -163,7 +165,7 @@ def dns_label_problem(value: str) -> str | None:
 def check_dns_label(value: str, what: str) -> str:
     problem = dns_label_problem(value)
     if problem:
-        raise ValueError(f"{what} {value!r} {problem}")
+        raise ValueError(f"{what} {shown(value)} {problem}")
     return value
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from fluxhop.errors import InputError
 from fluxhop.spec.kueue import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
 from fluxhop.spec.names import dns_label_problem
-from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.quantity import parse_quantity, size_problem
 from fluxhop.spec.rules import (
     dns_subdomain_problem,
     label_value_problem,
@@ -144,13 +144,16 @@ def parse_topology(item: str) -> tuple[str, bool]:
     return level, mode == "required"
 
 
-def _quantity(flag: str, value: str) -> str:
+def _quantity(flag: str, value: str, resource: str) -> str:
     try:
         amount = parse_quantity(value)
     except ValueError as err:
         raise InputError(f"{flag} {value!r}: {err}") from None
     if amount <= 0:
         raise InputError(f"{flag} {value!r}: must be more than 0")
+    problem = size_problem(resource, amount)
+    if problem:
+        raise InputError(f"{flag} {value}: {problem}")
     return value
 
 
@@ -247,11 +250,11 @@ def _place_container(spec: dict[str, Any], placement: Placement) -> None:
         )
     resources = _section(lead, "resources")
     if placement.memory is not None:
-        memory = _quantity("--memory", placement.memory)
+        memory = _quantity("--memory", placement.memory, "memory")
         _section(resources, "requests")["memory"] = memory
         _section(resources, "limits")["memory"] = memory
     if placement.cpu is not None:
-        _section(resources, "requests")["cpu"] = _quantity("--cpu", placement.cpu)
+        _section(resources, "requests")["cpu"] = _quantity("--cpu", placement.cpu, "cpu")
     if placement.image_pull_secret is not None:
         lead["imagePullSecret"] = placement.image_pull_secret
     if placement.pull_policy is not None:

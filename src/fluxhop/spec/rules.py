@@ -15,6 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from fluxhop.errors import shown
 from fluxhop.spec.names import dns_label_problem
 
 __all__ = [
@@ -54,8 +55,12 @@ _IMAGE = re.compile(
     r"(?:(?P<host>[A-Za-z0-9.-]+(?::[0-9]+)?)/)?"
     r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?"
+    r"(?:@(?P<algorithm>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*):(?P<hex>[0-9a-fA-F]+))?"
 )
+# opencontainers/go-digest, which the container runtimes parse digests with:
+# only these algorithms, each with exactly its hash's length in lower-case hex
+_DIGEST_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
+_NAME_MAX = 255  # distribution/reference: [host/]path, tag and digest not counted
 _NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
 
 
@@ -74,7 +79,7 @@ def qualified_name_problem(value: str) -> str | None:
     """Label and annotation keys, extended-resource names: ``[prefix/]name``."""
     prefix, slash, name = value.rpartition("/")
     if slash and (not prefix or dns_subdomain_problem(prefix)):
-        return f"has a prefix {prefix!r} that is not a DNS-1123 subdomain"
+        return f"has a prefix {shown(prefix)} that is not a DNS-1123 subdomain"
     if not name or len(name) > 63 or not _NAME_PART.fullmatch(name):
         return (
             "must be a qualified name: at most 63 letters, digits, '-', '_' or '.', "
@@ -101,8 +106,28 @@ def env_name_problem(value: str) -> str | None:
 def image_problem(value: str) -> str | None:
     if not value or value != value.strip() or any(c.isspace() for c in value):
         return "must be an image reference without spaces or newlines, e.g. ghcr.io/org/app:tag"
-    if not _IMAGE.fullmatch(value):
+    found = _IMAGE.fullmatch(value)
+    if not found:
         return "is not an image reference ([registry/]path[:tag][@digest], path in lower case)"
+    name = len(found["path"]) + (len(found["host"]) + 1 if found["host"] else 0)
+    if name > _NAME_MAX:
+        return f"has a repository name of {name} characters; at most {_NAME_MAX}"
+    if found["algorithm"] is not None:
+        return _digest_problem(found["algorithm"], found["hex"])
+    return None
+
+
+def _digest_problem(algorithm: str, digits: str) -> str | None:
+    length = _DIGEST_LENGTH.get(algorithm)
+    if length is None:
+        return (
+            f"has a digest of algorithm {shown(algorithm)}; the container runtimes know "
+            "sha256, sha384 and sha512 only"
+        )
+    if len(digits) != length:
+        return f"has a {algorithm} digest of {len(digits)} hex digits; {algorithm} has exactly {length}"
+    if digits != digits.lower():
+        return f"has a {algorithm} digest in upper case; write its hex digits in lower case"
     return None
 
 
@@ -141,7 +166,7 @@ def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
     def check(value: str) -> str:
         found = problem(value)
         if found:
-            raise ValueError(f"{value!r} {found}")
+            raise ValueError(f"{shown(value)} {found}")
         return value
 
     return AfterValidator(check)

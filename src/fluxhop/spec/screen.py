@@ -17,6 +17,7 @@ Pydantic errors are turned into the same one-line form:
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 import warnings
@@ -25,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.errors import SHOWN, FluxhopWarning, SpecError, clipped
 
-__all__ = ["format_path", "screen", "spec_error"]
+__all__ = ["format_path", "in_terms", "screen", "spec_error"]
 
 
 def format_path(loc: typing.Iterable[Any]) -> str:
@@ -36,8 +37,27 @@ def format_path(loc: typing.Iterable[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            text = str(part)  # a key the user wrote: cut short when huge
+            text = text if len(text) <= SHOWN else text[:SHOWN] + "..."
+            out += f".{text}" if out else text
     return out
+
+
+def in_terms(message: str, names: typing.Iterable[tuple[str, str]]) -> str:
+    """``message`` with the field path it starts with written as the user wrote
+    it - a flag (``--image``), a jobspec attribute (``rabbit.mpi.image``) - so
+    that an error names what the user typed, not a spec path they never wrote.
+
+    The first ``(path, name)`` whose path begins the message wins (list longer
+    paths first); ``path=value`` and ``path.key`` become ``name value`` and
+    ``name key``. A message that starts with none of the paths is returned as
+    it is."""
+    for path, name in names:
+        rest = message.removeprefix(path)
+        if rest == message or rest[:1] not in ("", ":", "=", ".", " ", "["):
+            continue
+        return name + (" " + rest[1:] if rest[:1] in ("=", ".") else rest)
+    return message
 
 
 def _aliases(model: type[BaseModel]) -> dict[str, Any]:
@@ -150,8 +170,14 @@ def spec_error(err: ValidationError) -> SpecError:
         message = message[len("Value error, ") :]
     if first["type"] in _PLAIN:
         message = _PLAIN[first["type"]]
+    if first["type"] == "string_type" and isinstance(first.get("input"), (bool, int, float)):
+        value = first["input"]
+        # YAML reads more as numbers than people expect (1e3, 08, y), and so does kubectl
+        read = json.dumps(value) if isinstance(value, bool) else f"the number {value!r}"
+        message = f"must be a string, not {read}; quote it in the YAML"
     if first["type"] == "missing":
         message = "is required"
     elif first["type"] == "extra_forbidden":
         message = "unknown field"
-    return SpecError(f"{path}: {message}" if path else message)
+    # clipped: a validator elsewhere may quote a huge value whole
+    return SpecError(clipped(f"{path}: {message}" if path else message))

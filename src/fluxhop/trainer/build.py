@@ -27,20 +27,71 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from fluxhop.errors import SpecError
+from fluxhop.errors import SpecError, clipped
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render import bundle_for
 from fluxhop.render.objects import common_labels, config_map, curve_secret, owner_reference
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.spec.screen import in_terms
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.jobset import FLUX_ROOT, PATHS, config_map_name, flux_jobset
-from fluxhop.trainer.plan import API_VERSION, INSTALLER, Plan, plan, uses_flux
+from fluxhop.trainer.plan import API_VERSION, INSTALLER, NODE, Plan, plan, uses_flux
 
 __all__ = ["build", "minicluster_for"]
 
 
-def minicluster_for(job: Plan) -> MiniCluster:
-    """The MiniCluster spec that drives the bootstrap bundle for ``job``."""
+def _node_container(job: Plan) -> str:
+    """The runtime's node container, as a field path of the runtime."""
+    jobs = job.jobset_spec.get("replicatedJobs") or []
+    pod = jobs[job.node_job].get("template", {}).get("spec", {}).get("template", {})
+    containers = pod.get("spec", {}).get("containers") or []
+    for index, container in enumerate(containers):
+        if isinstance(container, Mapping) and container.get("name") == NODE:
+            return (
+                f"runtime spec.template.spec.replicatedJobs[{job.node_job}].template.spec"
+                f".template.spec.containers[{index}]"
+            )
+    return "the runtime's node container"  # pragma: no cover - plan() found it
+
+
+def _field_names(job: Plan, trainjob: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """Where each field of the MiniCluster came from in the TrainJob or its
+    runtime, so that an error names the field the user wrote (spec.screen.in_terms)."""
+    spec = trainjob.get("spec") if isinstance(trainjob, Mapping) else None
+    trainer = spec.get("trainer") if isinstance(spec, Mapping) else None
+    trainer = trainer if isinstance(trainer, Mapping) else {}
+    node = _node_container(job)
+
+    def source(key: str, runtime_field: str) -> str:
+        if trainjob is None:
+            return f"spec.trainer.{key} (or {node}.{runtime_field})"
+        return f"spec.trainer.{key}" if trainer.get(key) else f"{node}.{runtime_field}"
+
+    return (
+        ("spec.containers[0].image", source("image", "image")),
+        ("spec.containers[0].command", source("command", "command")),
+        *(
+            (
+                f"spec.containers[0].resources.{part}",
+                f"{source('resourcesPerNode', 'resources')}.{part}",
+            )
+            for part in ("limits", "requests")
+        ),
+        ("spec.flux.container.image", "FLUX_VIEW_IMAGE"),
+        ("spec.flux.networkDevice", "FLUX_NETWORK_DEVICE"),
+        ("spec.flux.scheduler.queuePolicy", "FLUX_QUEUE_POLICY"),
+        (
+            "spec.size",
+            "spec.trainer.numNodes"
+            if trainer.get("numNodes")
+            else "the runtime's spec.mlPolicy.numNodes",
+        ),
+    )
+
+
+def minicluster_for(job: Plan, trainjob: Mapping[str, Any] | None = None) -> MiniCluster:
+    """The MiniCluster spec that drives the bootstrap bundle for ``job``
+    (``trainjob``, when given, says which fields an error names)."""
     container: dict[str, Any] = {"image": job.image}
     if job.argv:
         container["command"] = list(job.argv)
@@ -68,7 +119,8 @@ def minicluster_for(job: Plan) -> MiniCluster:
     try:
         return MiniCluster.from_dict(document)
     except SpecError as err:
-        raise TrainerError(f"TrainJob {job.name}: {err}") from None
+        message = in_terms(str(err), _field_names(job, trainjob))
+        raise TrainerError(clipped(f"TrainJob {job.name}: {message}")) from None
 
 
 def _owner(job: Plan) -> list[dict[str, Any]]:
@@ -103,7 +155,7 @@ def build(
     if not uses_flux(runtime):
         return None
     job = plan(trainjob, runtime)
-    spec = minicluster_for(job)
+    spec = minicluster_for(job, trainjob)
     try:
         bundle = bundle_for(
             spec,

@@ -22,9 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fluxhop.errors import shown
 from fluxhop.flux.broker import QUEUE_POLICIES
+from fluxhop.flux.limits import MAX_CORES_PER_NODE
 from fluxhop.spec.names import dns_label_problem
-from fluxhop.spec.quantity import parse_quantity
+from fluxhop.spec.quantity import parse_quantity, size_problem
 from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.fields import screen_runtime, screen_trainjob
@@ -70,7 +72,8 @@ def _count(value: Any, where: str, most: int | None = None) -> int | None:
     if value < 1:
         raise TrainerError(f"{where} is {value}; it must be 1 or more")
     if most is not None and value > most:
-        raise TrainerError(f"{where} is {value}; at most {most}, the most pods a Job may have")
+        what = "pods a Job may have" if most == MAX_NODES else "cores any node has (a rank each)"
+        raise TrainerError(f"{where} is {value}; at most {most}, the most {what}")
     return value
 
 
@@ -114,7 +117,7 @@ def _literal_env(env: Any, where: str) -> dict[str, str]:
     values: dict[str, str] = {}
     if env is not None and not isinstance(env, list):
         raise TrainerError(f"{where} must be a list of env entries (name, value)")
-    for entry in env or []:
+    for i, entry in enumerate(env or []):
         if not isinstance(entry, Mapping) or not entry.get("name"):
             raise TrainerError(f"{where}: every env entry needs a name")
         problem = env_name_problem(str(entry["name"]))
@@ -123,7 +126,11 @@ def _literal_env(env: Any, where: str) -> dict[str, str]:
         if not isinstance(entry.get("value", ""), str):
             raise TrainerError(f"{where}: the value of {entry['name']} must be a string")
         if entry["name"] in DEFAULTS and "valueFrom" not in entry:
-            values[entry["name"]] = str(entry.get("value", ""))
+            value = str(entry.get("value", ""))
+            problem = _setting_problem(entry["name"], value)
+            if problem:
+                raise TrainerError(f"{where}[{i}] {entry['name']}={value!r} {problem}")
+            values[entry["name"]] = value
     return values
 
 
@@ -135,18 +142,29 @@ def upsert_env(base: list[dict[str, Any]], overrides: list[dict[str, Any]]) -> l
     return list(merged.values())
 
 
-def _gpus(resources: Mapping[str, Any]) -> tuple[str | None, int]:
-    """The GPU resource name and count per node (requests first, as the plugin)."""
+def _check_sizes(resources: Mapping[str, Any], where: str) -> None:
+    """Every amount a quantity, none beyond what any node has."""
     for section in ("requests", "limits"):
-        for name, amount in _mapping(resources.get(section), f"resources.{section}").items():
+        for name, amount in _mapping(resources.get(section), f"{where}.{section}").items():
+            try:
+                count = parse_quantity(amount)
+            except ValueError as err:
+                raise TrainerError(f"{where}.{section}.{name}: {err}") from None
+            problem = size_problem(name, count)
+            if problem:
+                raise TrainerError(f"{where}.{section}.{name} is {amount}: {problem}")
+
+
+def _gpus(resources: Mapping[str, Any], where: str) -> tuple[str | None, int]:
+    """The GPU resource name and count per node (requests first, as the plugin)."""
+    _check_sizes(resources, where)
+    for section in ("requests", "limits"):
+        for name, amount in _mapping(resources.get(section), f"{where}.{section}").items():
             if "gpu" in name.lower():
-                try:
-                    count = parse_quantity(amount)
-                except ValueError as err:
-                    raise TrainerError(f"resources.{section}.{name}: {err}") from None
+                count = parse_quantity(amount)
                 if count % 1 or count < 0:
                     raise TrainerError(
-                        f"resources.{section}.{name} is {amount!r}: GPUs come in whole units; "
+                        f"{where}.{section}.{name} is {amount!r}: GPUs come in whole units; "
                         "use a whole number"
                     )
                 return name, int(count)
@@ -282,8 +300,12 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
         or 1
     )
     procs = (
-        _count(trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode")
-        or _count(flux.get("numProcPerNode"), "runtime spec.mlPolicy.flux.numProcPerNode")
+        _count(trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode", MAX_CORES_PER_NODE)
+        or _count(
+            flux.get("numProcPerNode"),
+            "runtime spec.mlPolicy.flux.numProcPerNode",
+            MAX_CORES_PER_NODE,
+        )
         or 1
     )
     command = _words(trainer.get("command"), "spec.trainer.command")
@@ -298,18 +320,20 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
             f"spec.trainer.command starts with flux ({' '.join(argv[:3])} ...); give the program "
             "itself: fluxhop runs it with flux run -N -n"
         )
-    resources = dict(
-        _mapping(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode")
-    ) or dict(_mapping(container.get("resources"), "runtime node container resources"))
+    resources_from = "spec.trainer.resourcesPerNode"
+    resources = dict(_mapping(trainer.get(resources_from.rpartition(".")[2]), resources_from))
+    if not resources:
+        resources_from = "runtime node container resources"
+        resources = dict(_mapping(container.get("resources"), resources_from))
     settings = dict(DEFAULTS)
     settings.update(_literal_env(container.get("env"), "runtime node container env"))
     settings.update(_literal_env(trainer.get("env"), "spec.trainer.env"))
-    _check_settings(settings)
     image = trainer.get("image") or container.get("image")
     if not image:
         raise TrainerError("no image: set spec.trainer.image or the runtime node container image")
+    _check_images(trainer, jobset_spec, runtime_name)
     env = upsert_env(list(container.get("env") or []), list(trainer.get("env") or []))
-    gpu_resource, gpus = _gpus(resources)
+    gpu_resource, gpus = _gpus(resources, resources_from)
     subdomain = network.get("subdomain") or name
     if dns_label_problem(subdomain):
         raise TrainerError(
@@ -338,24 +362,38 @@ def plan(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> Plan:
     )
 
 
+def _check_images(trainer: Mapping[str, Any], jobset_spec: Mapping[str, Any], runtime: str) -> None:
+    """Every image reference the JobSet will carry, named by its path."""
+    found = [("spec.trainer.image", trainer.get("image"))]
+    for i, job in enumerate(jobset_spec.get("replicatedJobs") or []):
+        pod = _pod_spec(job, runtime)
+        for section in ("initContainers", "containers"):
+            for j, container in enumerate(pod.get(section) or []):
+                path = (
+                    f"runtime {runtime}: spec.template.spec.replicatedJobs[{i}].template.spec."
+                    f"template.spec.{section}[{j}].image"
+                )
+                found.append((path, container.get("image")))
+    for path, image in found:
+        problem = image is not None and image_problem(str(image))
+        if problem:
+            raise TrainerError(f"{path} {shown(str(image))} {problem}")
+
+
 def _suspend(value: Any, name: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise TrainerError(f"TrainJob {name}: spec.suspend must be true or false, not {value!r}")
     return value
 
 
-def _check_settings(settings: dict[str, str]) -> None:
-    if not settings["FLUX_VIEW_IMAGE"]:
-        raise TrainerError(
-            "FLUX_VIEW_IMAGE is empty; set it to a flux-view image matching the app's OS"
-        )
-    problem = image_problem(settings["FLUX_VIEW_IMAGE"])
-    if problem:
-        raise TrainerError(f"FLUX_VIEW_IMAGE={settings['FLUX_VIEW_IMAGE']!r} {problem}")
-    device = settings["FLUX_NETWORK_DEVICE"]
-    if not device or any(c in device for c in " /:\"'"):
-        raise TrainerError(f"FLUX_NETWORK_DEVICE={device!r} is not an interface name (e.g. eth0)")
-    if settings["FLUX_QUEUE_POLICY"] not in QUEUE_POLICIES:
-        raise TrainerError(
-            f"FLUX_QUEUE_POLICY={settings['FLUX_QUEUE_POLICY']!r} must be one of {', '.join(QUEUE_POLICIES)}"
-        )
+def _setting_problem(name: str, value: str) -> str | None:
+    """What is wrong with one of the plugin's FLUX_* settings, if anything."""
+    if name == "FLUX_VIEW_IMAGE":
+        if not value:
+            return "is empty; set it to a flux-view image matching the app's OS"
+        return image_problem(value)
+    if name == "FLUX_NETWORK_DEVICE" and (not value or any(c in value for c in " /:\"'")):
+        return "is not an interface name (e.g. eth0)"
+    if name == "FLUX_QUEUE_POLICY" and value not in QUEUE_POLICIES:
+        return f"must be one of {', '.join(QUEUE_POLICIES)}"
+    return None

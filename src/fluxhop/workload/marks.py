@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+from fluxhop.arguments import checked
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render import render
 from fluxhop.render.bundle import DEFAULT_PATHS
@@ -53,12 +54,14 @@ JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
+@checked(where="workload.spec_hash")
 def spec_hash(objects: list[dict[str, Any]]) -> str:
     """What identifies a spec: every rendered object but the Secret (fresh keys)."""
     stable = [o for o in objects if o["kind"] != "Secret"]
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:32]
 
 
+@checked(where="workload.prepare")
 def prepare(
     spec: MiniCluster,
     target: Target | str = Target.JOB,
@@ -78,6 +81,7 @@ def prepare(
     )
 
 
+@checked(where="workload.mark_root")
 def mark_root(
     objects: list[dict[str, Any]],
     target: Target | str,
