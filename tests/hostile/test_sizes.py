@@ -19,7 +19,7 @@ from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_GPUS_PER_NODE
 from fluxhop.rabbit.request import RabbitRequest
 from tests.hostile.corpus import base
 from tests.hostile.lines import one_line
-from tests.hostile.test_trainer_shapes import rich, write
+from tests.hostile.test_trainer_shapes import refused_before_sending
 
 FLAGS: list[tuple[list[str], str]] = [
     (["-c", "5000"], "-c/--cores-per-task"),
@@ -145,13 +145,7 @@ TRAINJOBS: list[tuple[str, object, str]] = [
 
 @pytest.mark.parametrize(("case", "mutate", "words"), TRAINJOBS, ids=[t[0] for t in TRAINJOBS])
 def test_trainjobs(cli_cluster, kubeconfig, capsys, tmp_path, case, mutate, words):
-    job, run = rich()
-    mutate(job, run)
-    files = write(tmp_path, job, run)
-    for verb in (["render"], ["run", "--kubeconfig", str(kubeconfig)]):
-        code, err = one_line(capsys, "trainer", *verb, "-f", files[0], "--runtime", files[1])
-        assert code == 2 and words in err, err
-    assert cli_cluster.requests == []
+    refused_before_sending(cli_cluster, kubeconfig, capsys, tmp_path, mutate, words)
 
 
 @pytest.mark.parametrize("tasks", ["10000", "1000000000", "100000000000000000000000"])

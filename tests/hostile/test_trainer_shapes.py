@@ -156,6 +156,12 @@ REQUIRED_AND_UNKNOWN: list[tuple[str, Any, str]] = [
 def test_trainer_run_refuses_before_sending(
     cli_cluster, kubeconfig, capsys, tmp_path, case, mutate, words
 ):
+    refused_before_sending(cli_cluster, kubeconfig, capsys, tmp_path, mutate, words)
+
+
+def refused_before_sending(cli_cluster, kubeconfig, capsys, tmp_path, mutate, words) -> None:
+    """``mutate`` of the rich documents is one line with ``words`` from
+    `trainer render` and `trainer run` alike, and nothing reaches the server."""
     job, run = rich()
     mutate(job, run)
     files = write(tmp_path, job, run)
