@@ -42,7 +42,15 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fluxhop.errors import FluxhopWarning, InputError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_TEXT", "MAX_VALUES", "load_all", "read_input"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_TEXT",
+    "MAX_VALUES",
+    "go_reads_as_string",
+    "load_all",
+    "read_input",
+]
 
 MAX_BYTES = 1024 * 1024  # the API server refuses objects over 1.5 MiB anyway
 MAX_DEPTH = 100
@@ -159,6 +167,12 @@ _LONGEST_NUMBER = 400  # characters of a plain scalar read the go-yaml way
 _GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)")
 _GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _GO_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")
+
+
+def go_reads_as_string(text: str) -> bool:
+    """Whether kubectl's YAML step (go-yaml v2) reads ``text``, written plain,
+    as the string it is (``y``, ``1e3`` or ``0x1F`` it reads otherwise)."""
+    return isinstance(_go_plain(text), str)
 
 
 def _go_plain(text: str) -> Any:

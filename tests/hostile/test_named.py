@@ -249,7 +249,7 @@ def test_a_plain_1e3_elsewhere_keeps_its_text(capsys, tmp_path):
         "spec:\n  containers:\n  - image: ubuntu\n    environment: {N: 1e3}\n"
     )
     assert main_ok(capsys, "render", "-f", str(path)), capsys.readouterr().err
-    assert "value: 1e3" in capsys.readouterr().out
+    assert 'value: "1e3"' in capsys.readouterr().out  # quoted: kubectl reads it back as text
 
 
 # --- services passed on to the Flux Operator -------------------------------------------

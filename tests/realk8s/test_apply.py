@@ -6,6 +6,7 @@ needs Flux."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from tests.conformance import CONFORMANCE, REPO
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually
+from tests.realk8s.tools import eventually, fluxhop, kubectl
 
 EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml")) + sorted(
     (REPO / "examples").glob("*.yaml")
@@ -153,3 +154,22 @@ def test_the_env_name_rule_is_the_api_servers(admin: Api, namespace: str, name: 
         assert error.status == 422, error
         server_accepts = False
     assert (env_name_problem(name) is None) == server_accepts
+
+
+def test_rendered_yaml_reads_back_in_kubectl(cluster: LocalCluster, crds: None, namespace: str):
+    """`fluxhop render | kubectl apply -f -`: words go-yaml reads as a bool or
+    a number (y, 1e3, 08) stay strings (fluxhop quotes them)."""
+    words = ["y", "n", "on", "1e3", "08", "0x1F", "1_000"]
+    rendered = fluxhop(
+        cluster, "run", "--dry-run", "--namespace", namespace, "--image", "host",
+        *[f"--env=W{i}={w}" for i, w in enumerate(words)], "--", "echo", *words,
+    )  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    done = kubectl(cluster, "apply", "--dry-run=server", "-o", "json", "-f", "-",
+                   stdin=rendered.stdout, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job = next(o for o in json.loads(done.stdout)["items"] if o["kind"] == "Job")
+    (lead,) = [c for c in job["spec"]["template"]["spec"]["containers"] if c.get("args")]
+    assert lead["args"][-len(words) :] == words
+    env = {e["name"]: e.get("value") for e in lead["env"]}
+    assert [env[f"W{i}"] for i in range(len(words))] == words

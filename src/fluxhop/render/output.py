@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from fluxhop.documents import go_reads_as_string
+
 __all__ = ["dump_json", "dump_yaml"]
 
 
@@ -31,6 +33,11 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
         lines = value.split("\n")
         if all(line == line.rstrip(" ") for line in lines):
             return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    if not go_reads_as_string(value):
+        # PyYAML writes y, n, 1e3 or 0o17 plain (YAML 1.1 as PyYAML reads it), but
+        # kubectl's go-yaml reads them as a bool or a number: `fluxhop render |
+        # kubectl apply -f -` would fail on an env value or an argv word
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 
