@@ -41,6 +41,7 @@ def spec_from_options(
     flux_in_image: bool = False,
     placement: Placement | None = None,
     flux_words: Sequence[str] = (),
+    view_image: str | None = None,
 ) -> MiniCluster:
     """One MiniCluster from either -f FILE or the job flags (not both); the
     placement flags apply to either."""
@@ -54,6 +55,7 @@ def spec_from_options(
             "--workdir": workdir,
             "--max-size": max_size,
             "--flux-in-image": flux_in_image or None,
+            "--view-image": view_image,
         }
         given = [flag for flag, value in shaping.items() if value is not None] + (
             ["--env"] if env else []
@@ -68,6 +70,10 @@ def spec_from_options(
     if not image:
         raise InputError(
             "--image is required (the container image that runs the command), or use -f FILE"
+        )
+    if view_image and flux_in_image:
+        raise InputError(
+            "--view-image and --flux-in-image: the image has Flux, so no view; drop one"
         )
     try:
         return minicluster_from_flags(
@@ -84,6 +90,7 @@ def spec_from_options(
             namespace=namespace or "default",
             max_size=max_size,
             flux_in_image=flux_in_image,
+            view_image=view_image,
             placement=placement,
             extra_flux_args=flux_words,
         )
@@ -97,6 +104,7 @@ def spec_from_options(
 # (spec.screen.in_terms; hop's flags go through the rabbit door's names).
 _FLAG_OF = (
     ("spec.containers[0].image", "--image"),
+    ("spec.flux.container.image", "--view-image"),
     ("spec.containers[0].workingDir", "--workdir"),
     ("spec.containers[0].environment", "--env"),
     ("spec.containers[0].resources.limits", "--gpu-resource"),
@@ -128,6 +136,7 @@ class JobFlags:
     target: Target
     cluster_domain: str
     flux_in_image: bool
+    view_image: str | None
     placement: Placement
     flux_options: JobOptions
 
@@ -151,6 +160,7 @@ class JobFlags:
             max_size=self.max_size,
             gpu_resource=self.gpu_resource,
             flux_in_image=self.flux_in_image,
+            view_image=self.view_image,
             placement=self.placement,
             flux_words=words,
         )
@@ -317,6 +327,12 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
             "--flux-in-image",
             is_flag=True,
             help="The image has Flux installed: no Flux view init container.",
+        ),
+        click.option(
+            "--view-image",
+            metavar="IMAGE",
+            help="The Flux view image, matching the image's OS and glibc (default: "
+            "flux-view-ubuntu:tag-noble, Ubuntu 24.04; see the view image guide).",
         ),
         *flux_job_options(),
         *placement_options(),

@@ -7,12 +7,14 @@ blocks so that ``fluxhop render`` output reads like hand-written YAML.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import yaml
 
 from fluxhop.documents import go_reads_as_string
+from fluxhop.spec.fluxsettings import DEFAULT_VIEW_IMAGE
+from fluxhop.spec.views import view_os
 
 __all__ = ["dump_json", "dump_yaml"]
 
@@ -45,9 +47,45 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_yaml(objects: Iterable[dict[str, Any]]) -> str:
-    return yaml.dump_all(
-        list(objects), Dumper=_Dumper, sort_keys=False, width=100, explicit_start=True
-    )
+    items = list(objects)
+    text = yaml.dump_all(items, Dumper=_Dumper, sort_keys=False, width=100, explicit_start=True)
+    return view_note(items) + text
+
+
+def _view_images(node: Any) -> Iterator[str]:
+    """The Flux view images the objects carry: the flux-view init container's,
+    or the Flux Operator's spec.flux.container (its default when unset)."""
+    if isinstance(node, dict):
+        if node.get("kind") == "MiniCluster":
+            view = (node.get("spec") or {}).get("flux", {}).get("container") or {}
+            if not view.get("disable"):
+                yield view.get("image") or DEFAULT_VIEW_IMAGE
+            return
+        if node.get("name") == "flux-view" and isinstance(node.get("image"), str):
+            yield node["image"]
+        for value in node.values():
+            yield from _view_images(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _view_images(item)
+
+
+def view_note(objects: list[dict[str, Any]]) -> str:
+    """A comment naming the Flux view image and the OS it needs of the
+    application image (nothing when the image has Flux itself)."""
+    lines = []
+    for image in dict.fromkeys(_view_images(objects)):
+        os = view_os(image)
+        needs = (
+            f"{os}: the application image must be {os.name.split()[0]} with glibc "
+            f"{os.glibc[0]}.{os.glibc[1]} or newer"
+            if os and os.glibc
+            else "not a known view image: its OS and glibc must match the application image"
+        )
+        lines.append(
+            f"# Flux view {image}: {needs} (another: --view-image or spec.flux.container.image)\n"
+        )
+    return "".join(lines)
 
 
 def dump_json(objects: Iterable[dict[str, Any]]) -> str:

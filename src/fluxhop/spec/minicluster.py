@@ -60,6 +60,7 @@ from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
 from fluxhop.spec.rules import MAX_NODES, Labels, QualifiedName
 from fluxhop.spec.screen import screen, spec_error
 from fluxhop.spec.security import restricted_problem
+from fluxhop.spec.views import view_problem
 
 __all__ = [
     "API_VERSION",
@@ -145,6 +146,11 @@ class MiniClusterSpec(Model):
         lead = flux_containers[0]
         if lead.command and lead.commands.script:
             raise ValueError("set either command or commands.script, not both")
+        mismatch = None if self.flux.container.disable else view_problem(
+            self.flux.container.image, lead.image
+        )  # fmt: skip
+        if mismatch:
+            warnings.warn(mismatch, FluxhopWarning, stacklevel=2)
         if self.pod.security_profile == "restricted":
             problem = restricted_problem(self)
             if problem:
