@@ -86,6 +86,7 @@ FILES: list[tuple[str, tuple, object, str]] = [
     ("option-cores", ("spec", "flux", "optionFlags"), "-c 1000000", "-c 1000000"),
     ("option-gpus", ("spec", "flux", "optionFlags"), "--gpus-per-task=10000", "-g 10000"),
     ("option-time", ("spec", "flux", "optionFlags"), "-t 1e400", "-t"),
+    ("option-no-cores", ("spec", "flux", "optionFlags"), "-c 0", "1 or more cores"),
     ("connect-timeout", ("spec", "flux", "connectTimeout"), "1e400s", "connectTimeout"),
 ]  # fmt: skip
 

@@ -173,6 +173,8 @@ def _sizes_problem(words: list[str]) -> str | None:
         for value in _option_values(words, short, long):
             if value.isascii() and value.isdigit() and int(value) > most:
                 return f"{short} {value} asks more than any node has (at most {most})"
+            if short == "-c" and value.isascii() and value.isdigit() and int(value) < 1:
+                return f"-c {value}: a task needs 1 or more cores"
     for value in _option_values(words, "-t", "--time-limit"):
         try:
             fsd.parse_time_limit(value)
