@@ -430,6 +430,8 @@ def short_state(monkeypatch):
     directory = Path(tempfile.mkdtemp(prefix="fh-", dir="/tmp"))
     monkeypatch.setenv("FLUXHOP_STATE_DIR", str(directory))
     yield directory
+    for record in LocalStore(directory).list():  # a failed test's brokers are stopped too
+        LocalStore(directory).delete(record.name)
     shutil.rmtree(directory, ignore_errors=True)
 
 
