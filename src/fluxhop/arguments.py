@@ -29,6 +29,7 @@ import inspect
 import os
 import types
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any, ParamSpec, TypeVar, overload
@@ -48,13 +49,13 @@ def _either(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-class Rule:
+class Rule(ABC):
     """What one annotation accepts; :meth:`problem` says why a value is not it."""
 
     what = "anything"
 
-    def problem(self, value: Any) -> Problem:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def problem(self, value: Any) -> Problem: ...
 
 
 class _Test(Rule):

@@ -1,25 +1,21 @@
-"""The Trainer API fields a Flux TrainJob is read from, and the screen that
-makes any other key a one-line error.
+"""The Trainer API fields a Flux TrainJob is read from, and which of them
+fluxhop does not act on.
 
-In a cluster the API server checks a TrainJob against its CRD before the
-Trainer controller sees it, and ``kubectl apply`` refuses an unknown field
-(strict field validation); ``fluxhop trainer`` reads the files itself, so it
-does the same for the parts it reads, naming the closest known field. A
-field of the API that fluxhop does not act on is a warning, never silently
-dropped. ``tests/trainer/test_fields.py`` keeps these tables equal to the
+An unknown key is refused before this, with the closest known field, by the
+structural check (schema.py, as kubectl's strict field validation refuses
+it in a cluster). A field of the API that fluxhop does not act on is a
+warning here, never silently dropped. ``tests/trainer/test_fields.py`` keeps these tables equal to the
 Trainer CRDs' properties.
 """
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from fluxhop.errors import FluxhopWarning
 from fluxhop.spec.kueue import QUEUE_LABEL
-from fluxhop.trainer.errors import TrainerError
 
 __all__ = ["RUNTIME_FIELDS", "TRAINJOB_FIELDS", "screen_runtime", "screen_trainjob"]
 
@@ -83,11 +79,8 @@ def _screen(doc: Mapping[str, Any], tables: dict[str, dict[str, str | None]], wh
         if not isinstance(node, Mapping):
             continue  # absent, or a type error plan() reports in its words
         for key in node:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
-                hint = f'; did you mean "{close[0]}"?' if close else f"; known: {', '.join(known)}"
-                raise TrainerError(f'{what}: unknown field "{path}.{key}"{hint}')
-            why = known[key]
+            # an unknown key never gets here: schema.check_document refused it first
+            why = known.get(key)
             if why is not None and node[key] not in (None, False, "", [], {}):
                 warnings.warn(
                     f"{what}: {path}.{key} is ignored: {why}", FluxhopWarning, stacklevel=3

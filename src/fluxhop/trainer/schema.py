@@ -58,22 +58,24 @@ def _pattern(regex: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
+# Python type -> JSON type, in order (a bool is an int to Python; a YAML date
+# is what an unquoted 2026-01-01 becomes when a document is built in Python)
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (Mapping, "object"),
+    (list, "array"),
+    (datetime.date, "date (quote it to make it a string)"),
+)
+
+
 def _type_of(value: Any) -> str:
-    """The JSON type a YAML value has (dates are what YAML makes of 2026-01-01)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, datetime.date):
-        return "date (quote it to make it a string)"
+    """The JSON type a value has, as the API server's messages name it."""
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 
