@@ -7,7 +7,6 @@ Each test states the real behaviour the fake now follows."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -23,9 +22,7 @@ from fluxhop.workload.marks import prepare
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import FLUXHOP, command_env, eventually, pod_manifest
-
-QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, output, pod_manifest
 
 
 @pytest.fixture
@@ -119,7 +116,7 @@ def test_an_eviction_is_ignored_by_the_pod_failure_policy(cluster: LocalCluster,
         if run.poll() is None:
             run.kill()
     assert run.returncode == 5, stderr
-    assert [line for line in stdout.splitlines() if not QUIET.match(line)] == ["first", "second"]
+    assert output(stdout) == ["first", "second"]
     assert "it was evicted" in stderr
 
 

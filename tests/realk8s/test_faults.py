@@ -16,10 +16,9 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
-from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
-QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
 
 
 def start_run(cluster: LocalCluster, namespace: str, *args: str) -> subprocess.Popen[str]:
@@ -69,7 +68,7 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
         mark.unlink(missing_ok=True)
         if run.poll() is None:
             run.kill()
-    lines = [line for line in stdout.splitlines() if not QUIET.match(line)]
+    lines = output(stdout)
     assert run.returncode == 4, stderr
     assert lines == ["before", "before", "after", "after"], stdout  # each rank's line, once
 

@@ -4,7 +4,6 @@ webhooks and its headless Service), with real Flux in the pods: the same
 
 from __future__ import annotations
 
-import re
 import subprocess
 
 import pytest
@@ -12,19 +11,14 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
-from tests.realk8s.tools import eventually, fluxhop
+from tests.realk8s.tools import eventually, fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux", "jobset")
-QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
 
 
 def run(cluster: LocalCluster, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
     return fluxhop(cluster, "run", "--target", "jobset", "--namespace", namespace, "--flux-in-image",
                    "--image", "host", *args)  # fmt: skip
-
-
-def output(text: str) -> list[str]:
-    return [line for line in text.splitlines() if not QUIET.match(line)]
 
 
 def test_four_ranks_on_a_jobset(cluster: LocalCluster, admin: Api, namespace: str, jobset: Running):

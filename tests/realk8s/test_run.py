@@ -5,7 +5,6 @@ the children once fluxhop deletes the root)."""
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 
@@ -16,15 +15,9 @@ from fluxhop.spec import MiniCluster
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
-QUIET = re.compile(r"^(<\d>|fluxhop: )")  # broker log lines and fluxhop's own progress
-
-
-def output(text: str) -> list[str]:
-    """Rank 0's command output: what is left without the brokers' log lines."""
-    return [line for line in text.splitlines() if not QUIET.match(line)]
 
 
 def run(

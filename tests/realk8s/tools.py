@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -23,12 +24,20 @@ __all__ = [
     "fluxhop",
     "kubectl",
     "kubectl_tty",
+    "output",
     "pod_manifest",
     "tty_session",
     "wait_pod_phase",
 ]
 
 FLUXHOP = Path(sys.executable).with_name("fluxhop")
+# the brokers' log lines, fluxhop's own progress and flux-job's notes
+QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
+
+
+def output(text: str) -> list[str]:
+    """Rank 0's command output in what ``fluxhop run`` printed: the rest."""
+    return [line for line in text.splitlines() if not QUIET.match(line)]
 
 
 def command_env(
