@@ -30,6 +30,7 @@ from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
 FAULT = "fluxhop.test/fault"
+SPARE = "fluxhop.test/spare"
 NODES = [
     NodeSpec(
         "node-a", labels={"topology.kubernetes.io/zone": "zone-a"}, capacity={"nvidia.com/gpu": "2"}
@@ -40,6 +41,16 @@ NODES = [
         "node-c",
         labels={"topology.kubernetes.io/zone": "zone-c", FAULT: "yes"},
         taints=[{"key": FAULT, "value": "yes", "effect": "NoSchedule"}],
+    ),
+    # two more for the MPI matrix's one pod per node (4 pods): only pods that
+    # tolerate their taint land there
+    *(
+        NodeSpec(
+            name,
+            labels={"topology.kubernetes.io/zone": "zone-d"},
+            taints=[{"key": SPARE, "value": "yes", "effect": "NoSchedule"}],
+        )
+        for name in ("node-d", "node-e")
     ),
 ]
 

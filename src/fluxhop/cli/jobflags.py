@@ -199,7 +199,7 @@ def flux_job_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]
             "--setopt",
             multiple=True,
             metavar="KEY[=VAL]",
-            help="Job shell option, as flux run -o (e.g. cpu-affinity=per-task, pmi=pmix).",
+            help="Job shell option, as flux run -o (e.g. cpu-affinity=per-task, gpu-affinity=per-task).",
         ),
         click.option(
             "-S",
