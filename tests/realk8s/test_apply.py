@@ -18,15 +18,14 @@ from fluxhop.errors import FluxhopError, FluxhopWarning
 from fluxhop.render import TARGETS, render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.rules import env_name_problem
-from tests.conformance import CONFORMANCE, REPO
+from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import eventually, fluxhop, kubectl
 
-EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml")) + sorted(
-    (REPO / "examples").glob("*.yaml")
-)
+# the upstream Flux Operator's examples (fluxhop's own: tests/realk8s/test_examples.py)
+EXAMPLES = sorted((CONFORMANCE / "operator-examples").glob("*.yaml"))
 # kind -> (API path prefix, plural), for what fluxhop renders
 PATHS = {
     "ConfigMap": ("/api/v1", "configmaps"),

@@ -1,0 +1,252 @@
+"""The examples gallery on the real cluster: every example is accepted by the
+API server (a strict server-side dry run) on every target and door its header
+names, and the ones that can run here do, with real Flux in the pods. The
+host filesystem stands in for the images: an example runs with its image
+replaced by the host and Flux taken from it, and, where the image's program
+is not on this machine, its command replaced by the same kind of program
+(the MPI matrix's, tests/realk8s/mpi/, built with Debian's MPICH and Open
+MPI); the header's own commands are run as a user would type them, with the
+waits a person does between them.
+
+What cannot run here is skipped with the reason: GPUs (none), Fluxion
+(flux-sched is not installed with the flux-core here), rabbits (none), the
+OSU benchmarks (not packaged by Debian)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.examples.gallery import EXAMPLES, Example, read
+from tests.realk8s.api import Api, ApiError
+from tests.realk8s.cleanup import RUN_DIR
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.mpi import FLAVOURS, build
+from tests.realk8s.mpi import read as read_mpi
+from tests.realk8s.test_apply import PATHS, collection
+from tests.realk8s.test_mpi import MPICH_FINALIZE
+from tests.realk8s.test_operator import (  # noqa: F401  (fixtures)
+    MINICLUSTERS,
+    Operator,
+    condition,
+    deployed,
+    operator,
+    until,
+)
+from tests.realk8s.test_trainer import TRAINER
+from tests.realk8s.tools import eventually, fluxhop, kubectl, output
+
+EXAMPLE = {path.name: path for path in EXAMPLES}
+CANNOT_RUN = {
+    "gpu-pytorch.yaml": "no GPUs here (node-a only advertises nvidia.com/gpu), and no PyTorch",
+    "rabbit-mpi-jobspec.yaml": "no rabbits (Near Node Flash) and no DWS here",
+    "osu-benchmarks.yaml": "the OSU Micro-Benchmarks are not installed (Debian does not package them)",
+    "lammps.yaml": "LAMMPS is not installed here",
+    "kubeflow-trainjob.yaml": "LAMMPS is not installed here; tests/realk8s/test_trainer.py runs "
+    "the same runtime with real Flux",
+    "kueue-queued.yaml": "its quota (4 CPUs, 8Gi) is more than this machine has; "
+    "tests/realk8s/test_kueue.py runs the same queue label (--queue sets it)",
+}
+
+
+def where(obj: dict[str, Any], namespace: str) -> str:
+    """The collection an object is created in."""
+    if obj["kind"] == "ClusterTrainingRuntime":
+        return f"{TRAINER}/clustertrainingruntimes"
+    if obj["kind"] == "TrainJob":
+        return f"{TRAINER}/namespaces/{namespace}/trainjobs"
+    assert obj["kind"] in PATHS, f"no API path known for {obj['kind']}"
+    return collection(obj, namespace)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_the_api_server_accepts_every_door_and_target(
+    request: pytest.FixtureRequest, crds: None, admin: Api, namespace: str, path: Path
+):
+    refused, checked = [], 0
+    for rendering in read(path).renderings():
+        for obj in rendering.objects:
+            if obj["apiVersion"].startswith("trainer.kubeflow.org/"):
+                request.getfixturevalue("trainer")  # its CRDs and webhooks
+            try:
+                if obj["kind"] == "ClusterTrainingRuntime":
+                    # kubectl makes it before the TrainJob, which the webhook looks it up for
+                    named = f"{where(obj, namespace)}/{obj['metadata']['name']}"
+                    admin.apply(named, obj, "test", fieldValidation="Strict")
+                else:
+                    obj.setdefault("metadata", {})["namespace"] = namespace
+                    admin.create(where(obj, namespace), obj, dryRun="All", fieldValidation="Strict")
+                checked += 1
+            except ApiError as error:
+                refused.append(f"{rendering.how} {obj['kind']}: {error}")
+    assert not refused, "\n".join(refused)
+    assert checked > 0
+
+
+@pytest.mark.parametrize("name", sorted(CANNOT_RUN))
+def test_what_cannot_run_here(name: str):
+    assert name in EXAMPLE, f"{name} is no longer in examples/"
+    pytest.skip(f"{name}: {CANNOT_RUN[name]}")
+
+
+# --- the examples that run here ---------------------------------------------------------
+
+
+def on_this_machine(example: Example, directory: Path, **spec: Any) -> Path:
+    """The example's MiniCluster with the host for its image and Flux from
+    the host (as ``--image host --flux-in-image`` would make it), ``spec``
+    changed; written to ``directory`` under the example's name."""
+    (document,) = example.documents
+    flux = document["spec"].setdefault("flux", {})
+    flux["container"] = {"disable": True}
+    for container in document["spec"]["containers"]:
+        container["image"] = "host"
+        container.pop("workingDir", None)
+        container.pop("environment", None)  # the image's library paths
+    document["spec"].update(spec)
+    path = directory / example.path.name
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+Wait = Callable[[subprocess.CompletedProcess[str]], None]
+
+
+def typed(cluster: LocalCluster, example: Example, copy: Path, namespace: str,
+          after: dict[str, Wait]) -> list[list[str]]:  # fmt: skip
+    """Run the header's commands in order, as typed, on ``copy`` of the
+    example in ``namespace`` - fluxhop's (but ``render``) and kubectl's (but
+    ``kubectl apply -k deploy/``, the ``deployed`` fixture's) - and after
+    each, the wait a person does before the next (``after``, by verb)."""
+    ran = []
+    for argv in example.commands:
+        words = [str(copy) if w == example.relative else w for w in argv]
+        if words[0] == "fluxhop" and words[1] != "render":
+            result = fluxhop(cluster, words[1], "--namespace", namespace, *words[2:], timeout=300)
+        elif words[0] == "kubectl" and "-k" not in words:
+            result = kubectl(cluster, "-n", namespace, *words[1:], check=False)
+        else:
+            continue
+        assert result.returncode == 0, f"{shlex.join(argv)}: {result.stderr}"
+        if words[1] in after:
+            after[words[1]](result)
+        ran.append(argv[:2])
+    return ran
+
+
+def jobs_done(cluster: LocalCluster, namespace: str, name: str, count: int) -> bool:
+    listed = fluxhop(cluster, "jobs", "--namespace", namespace, name, "-a", "-o", "json")
+    jobs = json.loads(listed.stdout) if listed.returncode == 0 else []
+    return len(jobs) >= count and all(job["state"] == "INACTIVE" for job in jobs)
+
+
+def brokers_up(cluster: LocalCluster, namespace: str, name: str) -> int:
+    done = fluxhop(cluster, "status", "--namespace", namespace, name, "-o", "json")
+    return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0
+
+
+def test_the_interactive_ensemble_as_its_header_says(
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, needs_flux: Path
+):
+    example = read(EXAMPLE["interactive-ensemble.yaml"])
+
+    def submitted(result: subprocess.CompletedProcess[str]) -> None:
+        assert len(result.stdout.split()) == 20  # one job ID per --cc id
+        eventually("the 20 jobs done", lambda: jobs_done(cluster, namespace, "ensemble", 20), 180)
+
+    def scaled(result: subprocess.CompletedProcess[str]) -> None:
+        eventually("4 brokers up", lambda: brokers_up(cluster, namespace, "ensemble") == 4, 180)
+
+    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+                {"submit": submitted, "scale": scaled})  # fmt: skip
+    assert [verb for _, verb in ran] == ["create", "submit", "jobs", "scale", "delete"]
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    eventually("the pods gone", lambda: not admin.get(pods)["items"], 120)
+
+
+@pytest.fixture(scope="module")
+def programs() -> Iterator[dict[str, Path]]:
+    """The MPI matrix's program, built with Debian's MPICH and Open MPI."""
+    directory = RUN_DIR / "examples"
+    yield {name: build(f, directory) for name, f in FLAVOURS.items() if not f.missing()}
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_mpi_hello_example_runs_across_pods(
+    cluster: LocalCluster, namespace: str, tmp_path: Path, programs: dict[str, Path],
+    flavour: str, needs_flux: Path,
+):  # fmt: skip
+    """The example's pods and ranks (4 x 2) and its own option flags (``-o
+    mpi=openmpi@5`` for Open MPI), the MPI matrix's program for its command
+    (it says where each rank runs and checks an allreduce and messages
+    between pods), and a time limit of 90 s for the known MPICH hang."""
+    if flavour not in programs:
+        pytest.skip(FLAVOURS[flavour].missing() or flavour)
+    example = read(EXAMPLE[f"mpi-hello-{flavour}.yaml"])
+    (document,) = example.documents
+    flags = document["spec"]["flux"]["optionFlags"].replace("-t 10m", "-t 90s")
+    copy = on_this_machine(example, tmp_path, flux={"container": {"disable": True},
+                                                    "optionFlags": flags})  # fmt: skip
+    changed = yaml.safe_load(copy.read_text())
+    changed["spec"]["containers"][0]["command"] = str(programs[flavour])
+    copy.write_text(yaml.safe_dump(changed))
+    done = fluxhop(cluster, "run", "--namespace", namespace, "-f", str(copy), timeout=300)
+    result, context = read_mpi(output(done.stdout)), f"{done.stdout}\n{done.stderr}"
+    size, name = document["spec"]["size"], document["metadata"]["name"]
+    assert result.world == document["spec"]["tasks"], context
+    assert sorted(Counter(result.hosts.values()).values()) == [2] * size, result.hosts
+    assert set(result.hosts.values()) == {f"{name}-{i}" for i in range(size)}, result.hosts
+    assert result.allreduce_ok and result.checks_ok, context
+    if not result.finalized and flavour == "mpich":
+        pytest.xfail(MPICH_FINALIZE)
+    assert result.finalized and done.returncode == 0, context
+
+
+def test_fluxion_with_its_queue_policy(needs_flux: Path):
+    modules = list(needs_flux.glob("lib/flux/modules/sched-fluxion-*")) + list(
+        needs_flux.glob("lib/flux/modules/sched/sched-fluxion-*")
+    )
+    if not modules:
+        pytest.skip(f"Fluxion (flux-sched) is not installed with the flux-core at {needs_flux}")
+    pytest.fail("Fluxion is installed here: run examples/fluxion-queue-policy.yaml")
+
+
+def test_the_operator_runs_the_example_as_its_header_says(
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path,
+    operator: Operator, needs_flux: Path,  # noqa: F811
+):  # fmt: skip
+    """Applied with kubectl, Ready, scaled to 3 brokers through the scale
+    subresource, a job from the CLI, and nothing left after the delete."""
+    example = read(EXAMPLE["operator-managed.yaml"])
+    resource = f"{MINICLUSTERS.format(namespace)}/operated"
+
+    def applied(result: subprocess.CompletedProcess[str]) -> None:
+        until(
+            "Ready",
+            operator,
+            lambda: condition(admin.get(resource), "Ready").get("status") == "True",
+        )
+
+    def scaled(result: subprocess.CompletedProcess[str]) -> None:
+        until("3 brokers up", operator, lambda: admin.get(resource)["status"].get("brokersUp") == 3)
+
+    def watched(result: subprocess.CompletedProcess[str]) -> None:
+        assert result.stdout.splitlines()[1:] in (["operated-0"], ["operated-1"], ["operated-2"])
+
+    def deleted(result: subprocess.CompletedProcess[str]) -> None:
+        pods = f"/api/v1/namespaces/{namespace}/pods"
+        until("everything gone", operator, lambda: not admin.get(pods)["items"])
+
+    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+                {"apply": applied, "scale": scaled, "submit": watched, "delete": deleted})  # fmt: skip
+    assert [verb for _, verb in ran] == ["apply", "get", "scale", "submit", "delete"]
