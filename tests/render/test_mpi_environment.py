@@ -15,6 +15,7 @@ from fluxhop.render import TARGETS, render
 from fluxhop.render.security import CMA_OFF
 from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.placement import Placement
+from tests.documents import mappings
 
 # UCX, Open MPI's MCA parameters, PMIx, MPICH's control variables, libfabric
 TRANSPORT = re.compile(r"^(UCX_|OMPI_MCA_|PMIX_MCA_|MPIR_CVAR_|FI_)")
@@ -23,20 +24,11 @@ TRANSPORT = re.compile(r"^(UCX_|OMPI_MCA_|PMIX_MCA_|MPIR_CVAR_|FI_)")
 def environments(objects: list[dict]) -> list[dict[str, str]]:
     """The environment of every container of every pod template in ``objects``."""
     found = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, dict):
-            for key in ("containers", "initContainers"):
-                for container in node.get(key) or []:
-                    env = {e["name"]: e.get("value") for e in container.get("env") or []}
-                    found.append({**env, **(container.get("environment") or {})})  # the CR's
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(objects)
+    for node in mappings(objects):
+        for key in ("containers", "initContainers"):
+            for container in node.get(key) or []:
+                env = {e["name"]: e.get("value") for e in container.get("env") or []}
+                found.append({**env, **(container.get("environment") or {})})  # the CR's
     return found
 
 

@@ -20,6 +20,7 @@ from fluxhop.render.security import CMA_OFF
 from fluxhop.spec import MiniCluster
 from fluxhop.trainer import build as trainer_build
 from tests.conformance import CONFORMANCE
+from tests.documents import mappings
 from tests.pss import BASELINE_CAPABILITIES, pod_specs, violations
 from tests.rabbit.conftest import RABBITS, rabbit_job
 from tests.render.test_render import CERT, lead_container, pod_spec, spec_of
@@ -46,25 +47,16 @@ def load(document: dict[str, Any]) -> MiniCluster:
 def asked_for(document: dict[str, Any]) -> set[str]:
     """The baseline rules a MiniCluster document itself asks to break."""
     asked: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("hostPath"):
-                asked.add("hostPath volumes")
-            if node.get("privileged") is True:
-                asked.add("privileged containers")
-            if node.get("hostIPC") or node.get("hostPID"):
-                asked.add("host namespaces")
-            added = (node.get("capabilities") or {}).get("add") or node.get("addCapabilities")
-            if added and set(added) - BASELINE_CAPABILITIES:
-                asked.add("capabilities")
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(document)
+    for node in mappings(document):
+        if node.get("hostPath"):
+            asked.add("hostPath volumes")
+        if node.get("privileged") is True:
+            asked.add("privileged containers")
+        if node.get("hostIPC") or node.get("hostPID"):
+            asked.add("host namespaces")
+        added = (node.get("capabilities") or {}).get("add") or node.get("addCapabilities")
+        if added and set(added) - BASELINE_CAPABILITIES:
+            asked.add("capabilities")
     return asked
 
 
