@@ -1,0 +1,190 @@
+"""The metrics exporter (render/templates/metrics.py) in a real Flux instance:
+its numbers are the ones flux jobs, flux resource list/status and flux overlay
+status give at each step, its text parses as Prometheus text format, and its
+HTTP server answers /metrics, 404s elsewhere and outlives a failed read."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from tests.realflux import missing_flux
+from tests.render.fluxmetrics import (
+    EXPORTER,
+    Instance,
+    flatten,
+    flux_binary,
+    from_commands,
+    parse,
+    wait_until,
+)
+
+needs_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or "")
+
+
+@pytest.fixture
+def flux() -> Iterator[Instance]:
+    instance = Instance(size=2)
+    yield instance
+    instance.stop()
+
+
+def test_the_exporter_is_python_36_and_standalone():
+    source = EXPORTER.read_text()
+    tree = ast.parse(source, feature_version=(3, 6))  # no walrus, no 3.7+ syntax
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"flux"}, imported
+    assert "__future__" not in imported
+
+
+@pytest.mark.flux
+@needs_flux
+def test_the_numbers_are_the_flux_commands_at_each_step(flux):
+    def same(pending_gpus: int = 0) -> dict:
+        numbers = flux.metrics()
+        assert numbers == from_commands(flux, pending_gpus)
+        return numbers
+
+    idle = same()
+    assert idle["brokers"] == {"online": 2, "offline": 0, "lost": 0}
+    assert idle["nodes"] == {"free": 2, "allocated": 0, "down": 0}
+    assert idle["cores"]["free"] == 8 and idle["gpus"]["free"] == 4
+    assert sum(idle["jobs"].values()) == 0
+
+    held = flux.submit("--urgency=hold", "-N2", "sleep", "inf")
+    flux.wait_state(held, "SCHED")
+    numbers = same()
+    assert numbers["jobs_held"] == 1 and numbers["pending_nodes"] == 0
+
+    running = flux.submit("-N1", "-n1", "-g1", "sleep", "inf")
+    flux.wait_state(running, "RUN")
+    numbers = same()
+    assert numbers["jobs"]["run"] == 1 and numbers["queue_jobs"]["batch"]["run"] == 1
+    assert numbers["cores"]["allocated"] == 1 and numbers["gpus"]["allocated"] == 1
+
+    flux("resource", "drain", "0-1", "metrics test")
+    numbers = same()
+    assert numbers["nodes_drain"] == {"drained": 1, "draining": 1}
+    flux("resource", "undrain", "0")
+    numbers = same()
+    assert numbers["nodes_drain"] == {"drained": 1, "draining": 0}
+
+    # rank 1 drained: two nodes cannot be had; rank 0 has one GPU left, not two
+    # (more nodes than exist would not wait: sched-simple fails it, unsatisfiable)
+    wide = flux.submit("--queue=debug", "-N2", "hostname")
+    gpus = flux.submit("--queue=debug", "-n1", "-g2", "true")
+    flux.wait_state(wide, "SCHED")
+    flux.wait_state(gpus, "SCHED")
+    numbers = same(pending_gpus=2)
+    assert numbers["pending_nodes"] == 2 and numbers["pending_max_nodes"] == 2
+    assert numbers["pending_cores"] >= 1 and numbers["pending_max_cores"] >= 1
+    assert numbers["queue_jobs"]["debug"]["sched"] == 2
+
+    flux("cancel", wide, gpus, held, running)
+    flux("resource", "undrain", "1")
+    done = [flux.submit("hostname"), flux.submit("false"), flux.submit("-t", "1s", "sleep", "60")]
+    for jobid in [wide, gpus, held, running, *done]:
+        flux.wait_state(jobid, "INACTIVE")
+    numbers = same()
+    assert numbers["jobs_result"] == {"completed": 1, "failed": 1, "canceled": 4, "timeout": 1}
+    assert numbers["jobs"]["inactive"] == 7 and numbers["pending_max_nodes"] == 0
+
+    flux("overlay", "disconnect", "1")
+    wait_until(lambda: "lost" in flux("overlay", "status", "--no-pretty"), "rank 1 lost")
+    wait_until(
+        lambda: flux("resource", "status", "-n", "-s", "offline", "-o", "{nnodes}").strip() == "1",
+        "rank 1 offline",
+    )
+    numbers = same()
+    assert numbers["brokers"] == {"online": 1, "offline": 0, "lost": 1}
+
+
+def get(url: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as answer:
+            return answer.status, answer.headers["Content-Type"], answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read().decode()
+
+
+@pytest.mark.flux
+@needs_flux
+def test_the_server_answers_metrics_and_survives_a_failed_read(flux):
+    server = subprocess.Popen(
+        [flux_binary(), "python", str(EXPORTER), "--port", "0", "--address", "127.0.0.1"],
+        env=flux.env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        port = int(server.stderr.readline().split()[-1])
+        url = f"http://127.0.0.1:{port}"
+
+        code, kind, body = get(f"{url}/metrics")
+        assert code == 200 and kind.startswith("text/plain; version=0.0.4"), (code, kind)
+        assert parse(body) == flatten(json.loads(flux.exporter("--once", "--json").stdout))
+        assert get(f"{url}/")[0] == 404 and get(f"{url}/metrics/x")[0] == 404
+
+        flux("module", "remove", "job-list")
+        code, _, body = get(f"{url}/metrics")
+        assert code == 500 and body.count("\n") == 1 and "Traceback" not in body, body
+        assert "reading flux failed" in body
+        flux("module", "load", "job-list")
+        code, _, body = get(f"{url}/metrics")
+        assert code == 200 and parse(body)[("flux_brokers", (("state", "online"),))] == 2
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        server.stderr.close()
+
+
+@needs_flux
+def test_once_without_an_instance_is_one_line_and_a_failure(tmp_path):
+    result = subprocess.run(
+        [flux_binary(), "python", str(EXPORTER), "--once", "--json"],
+        env={"FLUX_URI": f"local://{tmp_path}/none", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "reading flux failed" in result.stderr
+
+
+@needs_flux
+def test_label_values_are_escaped():
+    """A queue name with a quote, a backslash or a newline still parses."""
+    numbers = json.loads(
+        subprocess.run(
+            [flux_binary(), "python", "-c", PRINT_EMPTY],
+            cwd=EXPORTER.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
+    assert parse(numbers["text"]) == flatten(numbers["metrics"])
+
+
+PRINT_EMPTY = """
+import json, metrics
+states = dict.fromkeys(metrics.JOB_STATES, 1)
+numbers = {key: ({} if labels else 0) for key, _, labels in metrics.FAMILIES}
+numbers["queue_jobs"] = {'odd "q"\\\\ \\n': states, "batch": states}
+numbers["jobs"] = states
+print(json.dumps({"metrics": numbers, "text": metrics.to_prometheus(numbers)}))
+"""
