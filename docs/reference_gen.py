@@ -182,6 +182,16 @@ def extensions() -> dict[str, str]:
     }
     found = {f"spec.pod.{key}": notes[key] for key in EXTENSIONS}
     found["spec.flux.networkDevice"] = "the interface the brokers bind (default: all)"
+    found["spec.metrics"] = (
+        "rank 0 serves Prometheus metrics read from Flux ([metrics](../guides/metrics.md))"
+    )
+    found["spec.metrics.enabled"] = (
+        "unset: on when interactive or operated, off for a run; `--metrics/--no-metrics`"
+    )
+    found["spec.metrics.port"] = "the container port named `metrics`"
+    found["spec.metrics.namespaces"] = (
+        "namespaces whose pods may scrape it, besides its own; `--metrics-namespace`"
+    )
     found["spec.pod.tolerations[].tolerationSeconds"] = (
         "Kubernetes' own toleration field, which the Flux Operator's CRD lacks"
     )

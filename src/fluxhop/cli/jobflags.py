@@ -111,6 +111,7 @@ _FLAG_OF = (
     ("spec.maxSize", "--max-size"),
     ("spec.size", "-N/--nodes"),
     ("spec: pod.securityProfile", "--security"),
+    ("spec.metrics.namespaces", "--metrics-namespace"),
     ("spec.containers[0].command", "COMMAND"),
     ("spec.flux.optionFlags", "--flux-args"),  # -o, -S and -t are checked before
     ("metadata.name", "--name"),
@@ -297,6 +298,20 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
             type=click.Choice(SECURITY_PROFILES),
             help="Pod security profile: restricted passes the Pod Security Standards "
             "restricted level (needs --flux-in-image).",
+        ),
+        click.option(
+            "--metrics/--no-metrics",
+            default=None,
+            help="Rank 0 serves Prometheus metrics read from Flux on the port named metrics "
+            "(default: on for create, off for run).",
+        ),
+        click.option(
+            "--metrics-namespace",
+            "metrics_namespaces",
+            multiple=True,
+            metavar="NAMESPACE",
+            help="A namespace whose pods may scrape the metrics, besides the MiniCluster's own "
+            "(repeatable).",
         ),
     ]
 

@@ -74,6 +74,17 @@ def resource_hash(spec: MiniCluster) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def operated(spec: MiniCluster) -> MiniCluster:
+    """What the operator renders: a MiniCluster it keeps serves its metrics
+    unless its resource says ``metrics.enabled: false`` (the resource hash
+    is taken of the resource as written, not of this)."""
+    if spec.spec.metrics.enabled is not None:
+        return spec
+    served = spec.model_copy(deep=True)
+    served.spec.metrics.enabled = True
+    return served
+
+
 def document(cr: dict[str, Any]) -> dict[str, Any]:
     """The resource as a MiniCluster file would say it (no status, no server fields)."""
     doc = {key: copy.deepcopy(value) for key, value in cr.items() if key != "status"}
@@ -177,7 +188,7 @@ class Reconciler:
         """Create the Job (POST, atomic: of two replicas racing at start-up one
         creates it, the other finds it and updates instead), then its children."""
         self._marks(cr, spec, out)
-        objects = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)
+        objects = prepare(operated(spec), Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
@@ -249,7 +260,7 @@ class Reconciler:
         reference = owner_reference(job)
         fresh = children is not None
         if children is None:
-            children = prepare(spec, Target.JOB, cluster_domain=self.cluster_domain)[:-1]
+            children = prepare(operated(spec), Target.JOB, cluster_domain=self.cluster_domain)[:-1]
         for obj in children:
             if not fresh and self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
                 continue

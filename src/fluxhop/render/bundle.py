@@ -23,12 +23,13 @@ from fluxhop.render.scripts import (
     connect_script,
     entrypoint_script,
     init_script,
+    metrics_program,
 )
+from fluxhop.spec.metrics import BROKER_PORT
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["BROKER_PORT", "Bundle", "Layout", "build_bundle", "flux_run_args", "k8s_escape"]
 
-BROKER_PORT = 8050
 DEFAULT_TOPOLOGY = "kary:256"  # the Flux Operator's -Stbon.fanout=256
 DEFAULT_PATHS = PodPaths()
 COMMAND_FILES = ("init", "pre", "broker_pre", "worker_pre", "post", "script")
@@ -195,6 +196,7 @@ def build_bundle(
         gpus_per_node=gpus,
         broker_args=_broker_args(spec),
         flux_run_args=flux_run_args(spec, counted_cores=resources is not None),
+        metrics_port=body.metrics.port if body.serves_metrics else 0,
         paths=paths,
     )
     files = {
@@ -202,12 +204,14 @@ def build_bundle(
         "connect.sh": connect_script(spec.name, root),
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
+        "metrics.py": metrics_program(),  # always: fluxhop status runs it too
     }
     where = {
         "entrypoint.sh": "entrypoint.sh",
         "connect.sh": "connect.sh",
         "broker.toml": paths.relative("broker.toml", "broker/broker.toml"),
         "hostlist": "hostlist",
+        "metrics.py": "metrics.py",
     }
     if not flux.container.disable:
         files["init.sh"] = init_script(spec.name, root)

@@ -76,9 +76,12 @@ def _cores_per_rank(spec: MiniCluster) -> int:
 
 
 def local_spec(spec: MiniCluster) -> MiniCluster:
-    """The spec as run locally: Flux from PATH, exactly ``size`` brokers."""
+    """The spec as run locally: Flux from PATH, exactly ``size`` brokers, no
+    metrics port (there are no pods to scrape; ``fluxhop status`` reads the
+    same numbers)."""
     local = spec.model_copy(deep=True)
     local.spec.flux.container.disable = True
+    local.spec.metrics.enabled = False
     local.spec.max_size = None
     local.spec.min_size = None
     local._operator_extras = []

@@ -120,19 +120,40 @@ def headless_service(spec: MiniCluster) -> dict[str, Any]:
     }
 
 
+def _other_ports(closed: list[int]) -> list[dict[str, Any]]:
+    """Every TCP port but ``closed`` (sorted), and all of UDP and SCTP."""
+    ranges, start = [], 1
+    for port in closed:
+        if start < port:
+            ranges.append({"protocol": "TCP", "port": start, "endPort": port - 1})
+        start = port + 1
+    if start <= 65535:
+        ranges.append({"protocol": "TCP", "port": start, "endPort": 65535})
+    return [*ranges, {"protocol": "UDP"}, {"protocol": "SCTP"}]
+
+
 def network_policy(spec: MiniCluster) -> dict[str, Any]:
-    """Open the broker port to this MiniCluster's pods only.
+    """Open the broker port to this MiniCluster's pods only, and the metrics
+    port (where rank 0 serves one) to the pods of its own namespace and of
+    the namespaces ``spec.metrics.namespaces`` names.
 
     A policy that selects pods denies every ingress it does not allow, so the
-    second rule keeps all other ports (MPI, services users run) open as before;
-    only the broker port is restricted.
+    last rule keeps all other ports (MPI, services users run) open as before;
+    only the ports fluxhop serves are restricted.
     """
-    others = [
-        {"protocol": "TCP", "port": 1, "endPort": BROKER_PORT - 1},
-        {"protocol": "TCP", "port": BROKER_PORT + 1, "endPort": 65535},
-        {"protocol": "UDP"},
-        {"protocol": "SCTP"},
-    ]
+    closed = [BROKER_PORT]
+    ingress: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": selector(spec)}}]}]
+    if spec.spec.serves_metrics:
+        port = spec.spec.metrics.port
+        closed = sorted({BROKER_PORT, port})
+        names = sorted({spec.namespace, *spec.spec.metrics.namespaces})
+        scrapers = {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": names}]}  # fmt: skip
+        ingress.append({
+            "from": [{"namespaceSelector": scrapers}],
+            "ports": [{"protocol": "TCP", "port": port}],
+        })  # fmt: skip
+    ingress.append({"ports": _other_ports(closed)})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -140,10 +161,7 @@ def network_policy(spec: MiniCluster) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": selector(spec)},
             "policyTypes": ["Ingress"],
-            "ingress": [
-                {"from": [{"podSelector": {"matchLabels": selector(spec)}}]},
-                {"ports": others},
-            ],
+            "ingress": ingress,
         },
     }
 

@@ -59,6 +59,13 @@ def _leave_out(body: dict[str, Any]) -> None:
                 FluxhopWarning,
                 stacklevel=3,
             )
+    if body.pop("metrics", None) is not None:
+        warnings.warn(
+            f"spec.metrics is not copied into the MiniCluster resource: {_EXTENSION} (the Flux "
+            "Operator serves no metrics from the instance)",
+            FluxhopWarning,
+            stacklevel=3,
+        )
     for (section, field), why in _LEFT_OUT.items():
         part = body.get(section) or {}
         if part.pop(field, None) is not None:

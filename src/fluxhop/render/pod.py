@@ -142,7 +142,13 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     if env:
         out["env"] = env
     ports = [{"name": "flux-broker", "containerPort": BROKER_PORT, "protocol": "TCP"}]
-    ports += [{"containerPort": p, "protocol": "TCP"} for p in lead.ports if p != BROKER_PORT]
+    named = {BROKER_PORT}
+    if spec.spec.serves_metrics:  # rank 0 serves it; every pod has one template
+        ports.append(
+            {"name": "metrics", "containerPort": spec.spec.metrics.port, "protocol": "TCP"}
+        )
+        named.add(spec.spec.metrics.port)
+    ports += [{"containerPort": p, "protocol": "TCP"} for p in lead.ports if p not in named]
     out["ports"] = ports
     mounts = [*_flux_mounts(spec), {"name": CURVE_VOLUME, "mountPath": CURVE_DIR, "readOnly": True}]
     user = _volume_mounts(lead)

@@ -20,6 +20,7 @@ __all__ = [
     "connect_script",
     "entrypoint_script",
     "init_script",
+    "metrics_program",
 ]
 
 CONFIG_DIR = "/etc/fluxhop/config"
@@ -97,6 +98,7 @@ class EntrypointParams:
     broker_args: list[str] = field(default_factory=list)
     flux_run_args: list[str] = field(default_factory=list)
     max_restarts: int = MAX_WORKER_RESTARTS
+    metrics_port: int = 0  # 0: rank 0 serves no metrics
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -118,6 +120,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("max_nodes", p.max_nodes),
         _assign("max_restarts", p.max_restarts),
         _assign("host_prefix", p.host_prefix),
+        _assign("metrics_port", p.metrics_port),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
     ]
@@ -131,6 +134,12 @@ def init_script(name: str, flux_root: str) -> str:
         + "\n\n"
         + _template("init.sh")
     )
+
+
+def metrics_program() -> str:
+    """The exporter rank 0 runs inside the instance (``flux python``), as is:
+    it needs no settings but its port, which it takes as an argument."""
+    return _template("metrics.py")
 
 
 def connect_script(name: str, flux_root: str) -> str:

@@ -54,6 +54,7 @@ from fluxhop.spec.fluxsettings import (
     LoggingSpec,
     Scheduler,
 )
+from fluxhop.spec.metrics import MetricsSpec
 from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
 from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
@@ -106,6 +107,7 @@ class MiniClusterSpec(Model):
     pod: PodSpec = Field(default_factory=PodSpec)
     flux: FluxSpec = Field(default_factory=FluxSpec)
     logging: LoggingSpec = Field(default_factory=LoggingSpec)
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec)  # a fluxhop extension
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
@@ -172,6 +174,10 @@ class MiniClusterSpec(Model):
         """The job's task count: ``tasks``, else one per node (``flux run -N``'s
         rule; the Flux Operator's default of one task in all is a known trap)."""
         return self.size if self.tasks is None else self.tasks
+
+    @property
+    def serves_metrics(self) -> bool:
+        return self.metrics.serves(interactive=self.interactive)
 
     @property
     def max_nodes(self) -> int:

@@ -60,6 +60,8 @@ class Placement:
     image_pull_secret: str | None = None
     pull_policy: str | None = None
     security: str | None = None
+    metrics: bool | None = None
+    metrics_namespaces: tuple[str, ...] = ()
 
     def given(self) -> bool:
         return any(getattr(self, f.name) not in (None, ()) for f in fields(self))
@@ -194,6 +196,8 @@ def _check_names(placement: Placement) -> None:
         raise InputError(
             f"--pull-policy {placement.pull_policy!r} is not one of {', '.join(PULL_POLICIES)}"
         )
+    for namespace in placement.metrics_namespaces:
+        _problem("--metrics-namespace", namespace, dns_label_problem(namespace))
     if placement.security is not None and placement.security not in SECURITY_PROFILES:
         raise InputError(
             f"--security {placement.security!r} is not one of {', '.join(SECURITY_PROFILES)}"
@@ -229,6 +233,11 @@ def place(document: dict[str, Any], placement: Placement) -> dict[str, Any]:
         pod["serviceAccountName"] = placement.service_account
     if placement.security is not None:
         pod["securityProfile"] = placement.security
+    if placement.metrics is not None:
+        _section(spec, "metrics")["enabled"] = placement.metrics
+    if placement.metrics_namespaces:
+        metrics = _section(spec, "metrics")
+        metrics["namespaces"] = [*(metrics.get("namespaces") or []), *placement.metrics_namespaces]
     _place_container(spec, placement)
     return doc
 

@@ -163,6 +163,26 @@ run_broker() {
     return "$status"
 }
 
+start_metrics() {
+    # Serve the instance's Prometheus metrics on the port named "metrics":
+    # metrics.py from the ConfigMap, run by the instance's own Python with
+    # Flux's bindings. It answers 500 until the broker is up, so it starts
+    # first, and it is stopped when the broker is gone.
+    [ "$metrics_port" -gt 0 ] || return 0
+    FLUX_URI="local://$runtime/broker/local-0" "$flux_bin" python "$config_dir/metrics.py" \
+        --port "$metrics_port" &
+    metrics_pid=$!
+    say "Prometheus metrics on port $metrics_port (/metrics)"
+}
+
+stop_metrics() {
+    if [ -n "${metrics_pid:-}" ]; then
+        kill -TERM "$metrics_pid" 2>/dev/null || true
+        wait "$metrics_pid" 2>/dev/null || true
+        metrics_pid=
+    fi
+}
+
 run_lead() {
     run_snippet broker_pre
     local program=()
@@ -181,7 +201,9 @@ run_lead() {
         program=(/bin/sh -c ': >"$0" && exec "$@"' "$FLUXHOP_READY_FILE" "${program[@]}")
     fi
     local status=0
+    start_metrics
     run_broker ${program[@]+"${program[@]}"} || status=$?
+    stop_metrics
     say "instance finished with exit status $status"
     return "$status"
 }
