@@ -189,6 +189,11 @@ def extensions() -> dict[str, str]:
         "unset: on when interactive or operated, off for a run; `--metrics/--no-metrics`"
     )
     found["spec.metrics.port"] = "the container port named `metrics`"
+    found["spec.autoscale"] = (
+        "size the MiniCluster to its Flux queue within minSize-maxSize "
+        "([autoscaling](../guides/metrics.md#autoscaling))"
+    )
+    found["spec.autoscale.scaleDownDelaySeconds"] = "how long nodes stay idle before a shrink"
     found["spec.metrics.namespaces"] = (
         "namespaces whose pods may scrape it, besides its own; `--metrics-namespace`"
     )

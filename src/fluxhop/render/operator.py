@@ -59,13 +59,15 @@ def _leave_out(body: dict[str, Any]) -> None:
                 FluxhopWarning,
                 stacklevel=3,
             )
-    if body.pop("metrics", None) is not None:
-        warnings.warn(
-            f"spec.metrics is not copied into the MiniCluster resource: {_EXTENSION} (the Flux "
-            "Operator serves no metrics from the instance)",
-            FluxhopWarning,
-            stacklevel=3,
-        )
+    for section, why in (("metrics", "serves no metrics from the instance"),
+                         ("autoscale", "does not size a MiniCluster to its queue")):  # fmt: skip
+        if body.pop(section, None) is not None:
+            warnings.warn(
+                f"spec.{section} is not copied into the MiniCluster resource: {_EXTENSION} (the "
+                f"Flux Operator {why})",
+                FluxhopWarning,
+                stacklevel=3,
+            )
     for (section, field), why in _LEFT_OUT.items():
         part = body.get(section) or {}
         if part.pop(field, None) is not None:

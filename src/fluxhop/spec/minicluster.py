@@ -36,6 +36,7 @@ from fluxhop.errors import FluxhopWarning, InputError, SpecError
 from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_SECONDS, MAX_TASKS
 from fluxhop.nesting import check_data
 from fluxhop.spec import legacy
+from fluxhop.spec.autoscale import AutoscaleSpec
 from fluxhop.spec.container import (
     DEFAULT_APP_IMAGE,
     Capabilities,
@@ -108,6 +109,7 @@ class MiniClusterSpec(Model):
     flux: FluxSpec = Field(default_factory=FluxSpec)
     logging: LoggingSpec = Field(default_factory=LoggingSpec)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)  # a fluxhop extension
+    autoscale: AutoscaleSpec | None = None  # a fluxhop extension
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
@@ -128,8 +130,16 @@ class MiniClusterSpec(Model):
     def _consistent(self) -> MiniClusterSpec:
         if self.max_size is not None and self.max_size < self.size:
             raise ValueError(f"maxSize {self.max_size} is smaller than size {self.size}")
+        if (
+            self.min_size is not None
+            and self.max_size is not None
+            and self.min_size > self.max_size
+        ):
+            raise ValueError(f"minSize {self.min_size} is larger than maxSize {self.max_size}")
         if self.min_size is not None and self.min_size > self.size:
             raise ValueError(f"minSize {self.min_size} is larger than size {self.size}")
+        if self.autoscale is not None and self.max_size is None:
+            raise ValueError("autoscale needs maxSize, the most nodes the MiniCluster may grow to")
         if self.tasks is not None and -(-self.tasks // self.size) > MAX_CORES_PER_NODE:
             raise ValueError(
                 f"tasks {self.tasks} on size {self.size} is {-(-self.tasks // self.size)} tasks "

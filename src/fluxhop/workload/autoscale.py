@@ -1,0 +1,135 @@
+"""The autoscaling policy (issue #24): from what a Flux instance says of its
+queue and its ranks, the size a MiniCluster should have and what to do in
+Flux first. Pure: an observation and the last state in, a decision and the
+next state out; the operator and ``fluxhop autoscale`` do the I/O.
+
+* **Grow** when pending jobs cannot all start for want of nodes: to the
+  smallest size that fits the largest pending request and the nodes in use
+  plus all that pending jobs ask for, never beyond ``maxSize``. Ranks this
+  policy drained earlier are undrained first (a shrink in progress is off).
+* **Shrink** when nodes stay idle past the delay: the target is the nodes in
+  use (at least ``minSize``); the highest ranks above it are drained in Flux
+  first, and the size drops only once no job runs on them. A job running on
+  a drained rank keeps running until it ends: no job is killed by a
+  scale-down. New work in the meantime (a pending job) cancels the shrink.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+__all__ = ["DRAIN_REASON", "Decision", "Observation", "Policy", "State", "decide"]
+
+DRAIN_REASON = "fluxhop autoscale: scaling down"  # how this policy's drains are told apart
+
+
+@dataclass(frozen=True)
+class Policy:
+    min_size: int
+    max_size: int
+    scale_down_delay: float  # seconds the nodes above the target must stay idle
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A MiniCluster and its instance at one moment."""
+
+    size: int  # the size asked for (spec.size)
+    allocated: frozenset[int]  # ranks running a job
+    pending_nodes: int  # nodes all pending jobs (not held) ask for
+    pending_max_nodes: int  # the largest of those requests
+    drained: frozenset[int] = frozenset()  # ranks this policy drained (DRAIN_REASON)
+
+
+@dataclass(frozen=True)
+class State:
+    """What a decision needs from the one before: since when the nodes above
+    the target have been idle (None: they are not)."""
+
+    idle_since: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    size: int  # the size to ask for (the current one: no change)
+    reason: str
+    drain: frozenset[int] = field(default_factory=frozenset)  # ranks to drain now
+    undrain: frozenset[int] = field(default_factory=frozenset)  # ranks to undrain now
+
+    @property
+    def acts(self) -> bool:
+        return bool(self.drain or self.undrain)
+
+
+def _needed(policy: Policy, seen: Observation) -> int:
+    """The size that runs every job in use and pending at once, within bounds."""
+    busy = len(seen.allocated)
+    wanted = max(seen.pending_max_nodes, busy + seen.pending_nodes, policy.min_size)
+    return min(wanted, policy.max_size)
+
+
+def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
+    undrain = frozenset(r for r in seen.drained if r < max(needed, seen.size))
+    if needed <= seen.size:
+        reason = f"pending jobs fit in {seen.size} nodes"
+        if undrain:
+            reason += f"; undraining ranks {_ranks(undrain)} for them"
+        return Decision(seen.size, reason, undrain=undrain)
+    reason = (
+        f"{seen.pending_nodes} node(s) asked for by pending jobs (the largest {seen.pending_max_nodes}), "
+        f"{len(seen.allocated)} in use: growing to {needed}"
+    )
+    if seen.pending_max_nodes > policy.max_size:
+        reason += (
+            f"; a job asks for {seen.pending_max_nodes} nodes, more than maxSize {policy.max_size}"
+        )
+    return Decision(needed, reason, undrain=undrain)
+
+
+def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
+    target = max(policy.min_size, len(seen.allocated))
+    since = state.idle_since if state.idle_since is not None else now
+    waited = now - since
+    if waited < policy.scale_down_delay:
+        left = policy.scale_down_delay - waited
+        return (
+            Decision(
+                seen.size,
+                f"{seen.size - target} node(s) idle; shrinking to {target} in {left:.0f}s",
+            ),
+            State(since),
+        )
+    leaving = frozenset(range(target, seen.size))
+    drain = leaving - seen.drained
+    busy = leaving & seen.allocated
+    if drain or busy:
+        why = f"draining ranks {_ranks(leaving)} to shrink to {target}"
+        if busy:
+            why += f"; waiting for the job(s) on ranks {_ranks(busy)} to end"
+        return Decision(seen.size, why, drain=drain), State(since)
+    return Decision(
+        target, f"ranks {_ranks(leaving)} drained and idle: shrinking to {target}"
+    ), State()
+
+
+def decide(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
+    """What to do about ``seen`` at time ``now`` (seconds, any clock)."""
+    size = min(max(seen.size, policy.min_size), policy.max_size)
+    if size != seen.size:  # outside the bounds (edited by hand): back inside first
+        return Decision(
+            size, f"size {seen.size} is outside {policy.min_size}-{policy.max_size}"
+        ), State()
+    if seen.pending_nodes > 0:
+        return _grow(policy, seen, _needed(policy, seen)), State()
+    if max(policy.min_size, len(seen.allocated)) < seen.size:
+        return _shrink(policy, seen, state, now)
+    undrain = frozenset(r for r in seen.drained if r < seen.size)
+    reason = "every node in use" if seen.allocated else f"at minSize {policy.min_size}"
+    return replace(Decision(seen.size, reason), undrain=undrain), State()
+
+
+def _ranks(ranks: frozenset[int]) -> str:
+    ordered = sorted(ranks)
+    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 1:
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ",".join(map(str, ordered))

@@ -1,0 +1,134 @@
+"""The autoscaling policy as a table: queue states in, desired sizes and the
+drains that come first out - the bounds, the delay, the drain waits."""
+
+from __future__ import annotations
+
+import pytest
+
+from fluxhop.workload.autoscale import Observation, Policy, State, decide
+
+POLICY = Policy(min_size=1, max_size=4, scale_down_delay=60)
+
+
+def seen(size, allocated=(), pending=0, largest=None, drained=()):
+    return Observation(
+        size=size,
+        allocated=frozenset(allocated),
+        pending_nodes=pending,
+        pending_max_nodes=pending if largest is None else largest,
+        drained=frozenset(drained),
+    )
+
+
+# (observation, idle since, now) -> (size, drain, undrain, idle since after, words in the reason)
+CASES = {
+    "idle at minSize": (seen(1), None, 0, (1, (), (), None, "minSize")),
+    "a 4-node job grows 1 to 4": (seen(1, pending=4), None, 0, (4, (), (), None, "growing to 4")),
+    "never beyond maxSize": (
+        seen(1, pending=6, largest=6),
+        None,
+        0,
+        (4, (), (), None, "more than maxSize 4"),
+    ),
+    "busy plus pending": (
+        seen(2, allocated=[0, 1], pending=1),
+        None,
+        0,
+        (3, (), (), None, "2 in use"),
+    ),
+    "the largest request decides": (
+        seen(1, pending=3, largest=3),
+        None,
+        0,
+        (3, (), (), None, "growing to 3"),
+    ),
+    "pending jobs that fit: no growth": (
+        seen(4, allocated=[0], pending=2),
+        None,
+        0,
+        (4, (), (), None, "fit"),
+    ),
+    "growth undrains what a shrink drained": (
+        seen(4, allocated=[], pending=4, drained=[1, 2, 3]),
+        10,
+        80,
+        (4, (), (1, 2, 3), None, "undraining"),
+    ),
+    "growth past the drained ranks undrains them": (
+        seen(1, pending=4, drained=[1, 2, 3]),
+        None,
+        0,
+        (4, (), (1, 2, 3), None, "growing to 4"),
+    ),
+    "idle: the delay starts": (seen(4, allocated=[0]), None, 100, (4, (), (), 100, "in 60s")),
+    "idle: still within the delay": (seen(4), 100, 130, (4, (), (), 100, "in 30s")),
+    "idle past the delay: drain first": (
+        seen(4),
+        100,
+        160,
+        (4, (1, 2, 3), (), 100, "draining ranks 1-3"),
+    ),
+    "a job on rank 3: drained, waits for it": (
+        seen(4, allocated=[3], drained=[1, 2, 3]),
+        100,
+        400,
+        (4, (), (), 100, "ranks 3 to end"),
+    ),
+    "a job on rank 3 drained late: drains and waits": (
+        seen(4, allocated=[3]),
+        100,
+        400,
+        (4, (1, 2, 3), (), 100, "waiting for the job"),
+    ),
+    "its job ended: shrink": (
+        seen(4, drained=[1, 2, 3]),
+        100,
+        500,
+        (1, (), (), None, "shrinking to 1"),
+    ),
+    "the nodes in use stay": (
+        seen(4, allocated=[0, 1], drained=[2, 3]),
+        0,
+        100,
+        (2, (), (), None, "shrinking to 2"),
+    ),
+    "a size outside the bounds comes back": (seen(6), None, 0, (4, (), (), None, "outside 1-4")),
+    "steady: leftover drains below the size are undone": (
+        seen(2, allocated=[0, 1], drained=[1, 3]),
+        None,
+        0,
+        (2, (), (1,), None, "every node in use"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("observation", "since", "now", "expected"), CASES.values(), ids=CASES)
+def test_the_policy(observation, since, now, expected):
+    size, drain, undrain, after, words = expected
+    decision, state = decide(POLICY, observation, State(since), now)
+    assert (decision.size, sorted(decision.drain), sorted(decision.undrain)) == (
+        size,
+        list(drain),
+        list(undrain),
+    )
+    assert state.idle_since == after
+    assert words in decision.reason, decision.reason
+
+
+def test_min_size_bounds_the_shrink():
+    decision, _ = decide(Policy(2, 4, 60), seen(4), State(0), 100)
+    assert (decision.size, sorted(decision.drain)) == (4, [2, 3])
+    decision, _ = decide(Policy(2, 4, 60), seen(4, drained=[2, 3]), State(0), 100)
+    assert decision.size == 2
+
+
+def test_a_scale_down_never_leaves_a_running_job_without_its_node():
+    """Walk every small state: a decision that lowers the size keeps every
+    allocated rank below the new size."""
+    for size in range(1, 5):
+        for mask in range(1 << size):
+            allocated = {r for r in range(size) if mask >> r & 1}
+            for drained in ((), tuple(range(1, size))):
+                observation = seen(size, allocated=allocated, drained=drained)
+                decision, _ = decide(POLICY, observation, State(0), 10_000)
+                assert all(rank < decision.size for rank in allocated), (observation, decision)
