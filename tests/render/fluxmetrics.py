@@ -163,6 +163,13 @@ def _ranks(idset: str) -> set[int]:
     return ranks
 
 
+def _idset(ranks: set[int]) -> str:
+    """RFC 22 form, as Flux's IDset prints it."""
+    from fluxhop.flux.idset import encode
+
+    return encode(sorted(ranks))
+
+
 def _overlay(flux: Instance) -> dict[str, int]:
     """Brokers from `flux overlay status`: the root answers (online); a child
     line's status says connected (full/partial/degraded), lost or offline."""
@@ -211,7 +218,21 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
     cores = [_number(job[5]) for job in waiting]
     brokers = _overlay(flux)
     assert brokers["online"] == status["online"], "overlay and resource status agree"
+    online = flux("resource", "status", "-n", "-s", "online", "-o", "{ranks}").split()
+    allocated = flux("resource", "list", "-n", "-s", "allocated", "-o", "{ranks}").strip()
+    drains = [
+        line.split(" ", 1)
+        for line in flux("resource", "drain", "-n", "-o", "{ranks} {reason}").splitlines()
+    ]
     return {
+        "ranks": {
+            "online": _idset(set().union(*map(_ranks, online))),
+            "allocated": allocated,
+            "drain": sorted(
+                ({"ranks": ranks, "reason": reason.strip()} for ranks, reason in drains),
+                key=lambda d: d["ranks"],
+            ),
+        },
         "brokers": brokers,
         "brokers_torpid": status["torpid"],
         "nodes": {state: counts[0] for state, counts in resources.items()},
@@ -262,6 +283,8 @@ def flatten(numbers: dict[str, Any]) -> Samples:
     """The JSON numbers as the samples the text should hold."""
     samples: Samples = {}
     for key, value in numbers.items():
+        if key == "ranks":  # JSON only (the autoscaler's), not served
+            continue
         name = f"flux_{key}"
         if key == "queue_jobs":
             for queue, states in value.items():

@@ -161,7 +161,21 @@ class Collector:
         metrics.update(self._resources(sched, status))
         metrics.update(self._jobs(stats))
         metrics.update(self._pending(handle, pending.wait_for(TIMEOUT).get_jobs()))
+        metrics["ranks"] = self._ranks(sched, status)  # JSON only: for the autoscaler
         return metrics
+
+    @staticmethod
+    def _ranks(sched: Any, status: Dict[str, Any]) -> Dict[str, Any]:
+        """Which ranks are online and allocated, and each drain's ranks and reason."""
+        drains = [
+            {"ranks": str(IDset(ranks)), "reason": (entry or {}).get("reason", "")}
+            for ranks, entry in sorted((status.get("drain") or {}).items())
+        ]
+        return {
+            "online": str(IDset(status["online"])),
+            "allocated": str(sched.allocated.ranks),
+            "drain": drains,
+        }
 
     @staticmethod
     def _brokers(handle: Any, status: Dict[str, Any]) -> Metrics:
