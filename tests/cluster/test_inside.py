@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
 from fluxhop import Client
 from fluxhop.cli import main
+from fluxhop.cluster.inside import Inside
 from fluxhop.flux.jobid import parse as parse_jobid
 from fluxhop.flux.jobopts import JobOptions
+from fluxhop.render.targets import Target
 from fluxhop.spec import MiniCluster
+from fluxhop.workload import Root
+from fluxhop.workload.marks import CONFIG_DIR, FLUX_ROOT, OPERATED
 from tests.cluster.standin import (
     RealInstance,
     install_kubectl,
@@ -25,6 +31,7 @@ from tests.cluster.standin import (
     write_env,
 )
 from tests.realflux import flux_prefix, missing_flux
+from tests.render.fluxmetrics import EXPORTER
 
 real_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or "")
 
@@ -195,6 +202,85 @@ def test_flux_refusing_an_option_says_flux_may_be_too_old(pod, capfd, tmp_path):
     assert "flux-core may be too old" in err
 
 
+def test_status_runs_the_config_dirs_metrics_py_in_its_one_exec(pod, capfd, ops):
+    """A MiniCluster made before metrics.py (none in its config dir): the
+    status it always had, with metrics null and nothing said about them."""
+    pod.with_recording_flux()
+    config_dir = ops.require("demo").config_dir
+    code, out, err = cli(capfd, "status", "demo", "--kubeconfig", pod.kubeconfig, "-o", "json")
+    assert code == 0, err
+    (call,) = pod.calls()
+    assert call[call.index("fluxhop") + 1 :] == [str(pod.flux_root), f"{config_dir}/metrics.py"]
+    assert [" ".join(c.split()[:2]) for c in pod.flux_calls()] == [
+        "resource status",
+        "resource list",
+        "queue status",
+    ]  # no flux python: there is no metrics.py to run
+    status = json.loads(out)
+    assert (status["metrics"], status["metrics_error"]) == (None, None)
+    code, out, err = cli(capfd, "status", "demo", "--kubeconfig", pod.kubeconfig)
+    assert code == 0 and err == "" and "metrics" not in out
+
+
+class OneRoot:
+    """MiniClusters (operations.py) with one running root: what Inside asks of them."""
+
+    class kube:
+        namespace = "default"
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+
+    def require(self, name):
+        return self.root
+
+    def status(self, root):
+        class State:
+            state = "Running"
+
+        return State()
+
+    def lead_pod(self, root):
+        return {"metadata": {"name": "demo-0"}, "status": {"phase": "Running"}}
+
+
+SECTIONS = "avail 1 0 demo-0\n--- fluxhop ---\nfree 1 2 0 0 demo-0\n--- fluxhop ---\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "annotations", "tail"),
+    [
+        (
+            Target.JOB,
+            {FLUX_ROOT: "/mnt/flux", CONFIG_DIR: "/etc/x"},
+            ["/mnt/flux", "/etc/x/metrics.py"],
+        ),
+        (
+            Target.MINICLUSTER,
+            {OPERATED: "fluxhop", CONFIG_DIR: "/etc/y"},
+            ["/mnt/flux", "/etc/y/metrics.py"],
+        ),
+        (Target.MINICLUSTER, {}, ["-"]),  # the Flux Operator's pods: no metrics.py, none named
+    ],
+)
+def test_which_metrics_py_the_status_exec_names(target, annotations, tail):
+    obj = {
+        "kind": Target.parse(target).kind,
+        "metadata": {"name": "demo", "annotations": annotations},
+    }
+    calls = []
+
+    def runner(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, SECTIONS + "--- fluxhop ---\n", "")
+
+    inside = Inside(OneRoot(Root(target, obj)), kubectl="kubectl", runner=runner)
+    status = inside.status("demo")
+    (argv,) = calls
+    assert argv[argv.index("fluxhop") + 1 :] == tail
+    assert (status.up, status.metrics, status.metrics_error) == (1, None, None)
+
+
 # --- against a real Flux instance ------------------------------------------------------------
 
 
@@ -203,6 +289,7 @@ def real(pod):
     flux = str(flux_prefix() / "bin" / "flux")
     instance = RealInstance(flux, size=2)
     write_env(pod.flux_root, flux_bin=flux, uri=instance.uri)
+    pod.uri = instance.uri
     yield pod
     instance.stop()
 
@@ -244,7 +331,43 @@ def test_submit_jobs_cancel_status_with_real_flux(real, capfd):
     assert [r["rank"] for r in status["ranks"]] == [0, 1]
     assert status["resources"]["free"]["nodes"] + status["resources"]["allocated"]["nodes"] == 2
     assert "Job submission is enabled" in status["queue"]
+    assert status["metrics"] is None  # its config dir has no metrics.py (made before it)
     assert len(real.calls()) == 6  # one exec per verb
+
+
+@real_flux
+def test_status_shows_the_metrics_of_the_config_dirs_metrics_py(real, capfd, ops, tmp_path):
+    """The ConfigMap's metrics.py where the root says the config dir is, run
+    by rank 0's flux in the status' one exec: its numbers under "metrics"."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    shutil.copy(EXPORTER, config_dir / "metrics.py")
+    root = ops.require("demo")
+    annotations = {CONFIG_DIR: str(config_dir)}
+    ops.kube.merge_patch(root.obj["kind"], "demo", {"metadata": {"annotations": annotations}})
+    config = ["--kubeconfig", real.kubeconfig]
+    code, out, err = cli(capfd, "submit", "demo", *config, "--", "sh", "-c", "exit 2")
+    assert code == 0, err
+    failed = out.strip()
+    env = {**os.environ, "FLUX_URI": real.uri}
+    flux = str(flux_prefix() / "bin" / "flux")
+    subprocess.run(
+        [flux, "job", "wait-event", "-t", "60", failed, "clean"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    code, out, err = cli(capfd, "status", "demo", *config, "-o", "json")
+    assert code == 0, err
+    status = json.loads(out)
+    assert status["metrics_error"] is None
+    metrics = status["metrics"]
+    assert metrics["brokers"] == {"online": 2, "offline": 0, "lost": 0}
+    assert metrics["jobs_result"]["failed"] == 1 and metrics["jobs"]["inactive"] == 1
+    assert metrics["nodes"]["free"] == status["resources"]["free"]["nodes"]
+    code, out, err = cli(capfd, "status", "demo", *config)
+    assert "  results  0 completed, 1 failed, 0 canceled, 0 timeout\n" in out
+    assert len(real.calls()) == 3  # submit, and one exec per status
 
 
 @real_flux

@@ -108,7 +108,7 @@ VERBS: dict[str, Verb] = {
     "status": Verb(
         "fluxhop.cli.inside",
         "status_command",
-        "Brokers up and down per rank, resources free and allocated, the queue.",
+        "Brokers per rank, resources, the queue, and the instance's metrics (jobs, pending asks).",
     ),
     "submit": Verb(
         "fluxhop.cli.inside",

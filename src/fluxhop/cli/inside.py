@@ -21,7 +21,7 @@ from fluxhop.spec.flags import parse_env
 from fluxhop.workload.inside import InstanceStatus, Job, submit_args
 from fluxhop.workload.verbs import FluxVerbs
 
-__all__ = ["table"]
+__all__ = ["metrics_block", "status_table", "table"]
 
 
 def table(rows: list[list[str]]) -> str:
@@ -85,7 +85,54 @@ def status_table(status: InstanceStatus) -> str:
             ]
         )
     out += table(rows)
-    return out + "".join(f"{line}\n" for line in status.queue)
+    out += "".join(f"{line}\n" for line in status.queue)
+    if status.metrics is not None:
+        out += metrics_block(status.metrics)
+    elif status.metrics_error is not None:
+        out += f"metrics: unavailable ({status.metrics_error})\n"
+    return out
+
+
+def _counts(counts: dict[str, int], *states: str) -> str:
+    return ", ".join(f"{counts[state]} {state}" for state in states)
+
+
+def metrics_block(metrics: dict[str, Any]) -> str:
+    """metrics.py's numbers for a person: jobs, what the pending jobs ask
+    for, nodes, brokers, results, and the jobs of each configured queue
+    (pending is depend + priority + sched, as flux jobs --stats counts it)."""
+
+    def by_state(counts: dict[str, int], held: int = 0) -> str:
+        pending = counts["depend"] + counts["priority"] + counts["sched"]
+        return (
+            f"{pending} pending{f' ({held} held)' if held else ''}, {counts['run']} running, "
+            + _counts(counts, "cleanup", "inactive")
+        )
+
+    rows = [
+        ["metrics:", ""],
+        ["  jobs", by_state(metrics["jobs"], metrics["jobs_held"])],
+        [
+            "  pending",
+            f"{metrics['pending_nodes']} nodes, {metrics['pending_cores']} cores, "
+            f"{metrics['pending_gpus']} GPUs asked for; the largest ask "
+            f"{metrics['pending_max_nodes']} nodes, {metrics['pending_max_cores']} cores",
+        ],
+        [
+            "  nodes",
+            _counts(metrics["nodes"], "free", "allocated", "down")
+            + "; "
+            + _counts(metrics["nodes_drain"], "drained", "draining"),
+        ],
+        ["  brokers", _counts(metrics["brokers"], "online", "offline", "lost")],
+        [
+            "  results",
+            _counts(metrics["jobs_result"], "completed", "failed", "canceled", "timeout"),
+        ],
+    ]
+    for queue, counts in sorted(metrics["queue_jobs"].items()):
+        rows.append([f"  queue {queue}", by_state(counts)])
+    return table(rows)
 
 
 _output = click.option(
@@ -198,7 +245,7 @@ def status_command(
     namespace: str | None,
     local: bool,
 ) -> int:
-    """Brokers up and down per rank, resources free and allocated, the queue."""
+    """Brokers per rank, resources, the queue, and the instance's metrics (jobs, pending asks)."""
     status = _inside(name, kubeconfig, context, namespace, local).status(name)
     if output == "json":
         click.echo(json.dumps(status.to_dict(), indent=2))

@@ -4,7 +4,10 @@ namespace (as ``fluxhop shell``). One exec per verb: ``submit --cc 1-100``
 is one exec, not a hundred. The argv and the parsing are plain data
 (workload/inside.py); this module runs them and says in one line what went
 wrong: no kubectl, the MiniCluster finished or not interactive, rank 0 not
-running yet, flux in the pod refusing an option.
+running yet, flux in the pod refusing an option. ``status`` also runs the
+MiniCluster's metrics.py (in its ConfigMap, at the config dir its root
+records), in the same exec; a MiniCluster made before it, or whose pods the
+Flux Operator made, has none and shows the status without metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ import subprocess
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import LocalToolMissing, NotFound
 from fluxhop.workload import Root
+from fluxhop.workload.inside import (
+    METRICS_SCRIPT,
+    STATUS_SCRIPT,
+    InstanceStatus,
+    parse_status,
+    status_args,
+)
 from fluxhop.workload.verbs import FluxVerbs, Runner, refuse_closed
 
 __all__ = ["Inside", "kubectl_flags"]
@@ -78,3 +88,13 @@ class Inside(FluxVerbs):
         prefix = [kubectl, *self.flags, "exec", *(["-i"] if stdin else []), pod]
         prefix += ["-c", root.container, "--"]
         return prefix, root.flux_root if root.fluxhop_pods else None
+
+    def status(self, name: str) -> InstanceStatus:
+        root = self.ops.require(name)
+        # fluxhop's pods carry metrics.py in their ConfigMap (those made before
+        # it do not: the script skips what is absent); the Flux Operator's none
+        metrics = f"{root.config_dir}/{METRICS_SCRIPT}" if root.fluxhop_pods else None
+        out = self.run(
+            name, status_args(metrics), what="flux resource status", script=STATUS_SCRIPT
+        )
+        return parse_status(out)

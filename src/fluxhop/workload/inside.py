@@ -19,17 +19,21 @@ from fluxhop.flux.jobid import f58
 
 __all__ = [
     "BROKER_NOT_STARTED",
+    "METRICS_SCRIPT",
     "STATUS_SCRIPT",
     "Broker",
     "InstanceStatus",
     "Job",
     "in_pod",
     "parse_jobs",
+    "parse_metrics",
     "parse_status",
+    "status_args",
     "submit_args",
 ]
 
 BROKER_NOT_STARTED = 69  # EX_UNAVAILABLE: the pod runs, its broker is not up yet
+METRICS_SCRIPT = "metrics.py"  # its ConfigMap key: in the pods at <config dir>/metrics.py
 
 # $1 is where the pod keeps Flux; the rest is flux's argv. The prelude finds
 # rank 0's broker the way `fluxhop shell` does (run/env.sh, written by the
@@ -46,14 +50,28 @@ _OPERATOR_PRELUDE = (
 )
 FLUX_SCRIPT = 'exec "$flux_bin" "$@"'
 _SECTION = "--- fluxhop ---"
-# One exec for `fluxhop status`: brokers, resources, queue.
+_METRICS_FAILED = "fluxhop: metrics.py exited with status"
+# One exec for `fluxhop status`: brokers, resources, queue, and the numbers
+# of the instance's metrics.py (render/templates/metrics.py) when $1 names
+# it. A MiniCluster made before it and a Flux Operator pod have none: then the
+# last section is empty. Its stderr joins its stdout, so that a failure is
+# said (parse_metrics) without failing the rest of the status.
 STATUS_SCRIPT = (
     '"$flux_bin" resource status -no "{state} {nnodes} {ranks} {nodelist}" && '
     f'echo "{_SECTION}" && '
     '"$flux_bin" resource list -no "{state} {nnodes} {ncores} {ngpus} {ranks} {nodelist}" && '
     f'echo "{_SECTION}" && '
-    '"$flux_bin" queue status'
+    '"$flux_bin" queue status && '
+    f'echo "{_SECTION}" && '
+    'if [ -n "${1:-}" ] && [ -f "$1" ]; then '
+    f'"$flux_bin" python "$1" --once --json 2>&1 || echo "{_METRICS_FAILED} $?"; fi'
 )
+
+
+def status_args(metrics_script: str | None) -> list[str]:
+    """STATUS_SCRIPT's arguments: where rank 0 finds metrics.py, or None for
+    a MiniCluster that has none (the status then has no metrics)."""
+    return [metrics_script] if metrics_script else []
 
 
 def in_pod(flux_root: str | None, args: Sequence[str], *, script: str = FLUX_SCRIPT) -> list[str]:
@@ -180,11 +198,16 @@ class Broker:
 
 @dataclass
 class InstanceStatus:
-    """What ``fluxhop status`` shows: brokers, resources, the queue."""
+    """What ``fluxhop status`` shows: brokers, resources, the queue, and the
+    instance's metrics (metrics.py's JSON object as it printed it; None when
+    the MiniCluster has no metrics.py, or it failed: ``metrics_error`` says
+    how, in one line)."""
 
     brokers: list[Broker] = field(default_factory=list)
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     queue: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
+    metrics_error: str | None = None
 
     @property
     def up(self) -> int:
@@ -202,6 +225,8 @@ class InstanceStatus:
             ],
             "resources": self.resources,
             "queue": self.queue,
+            "metrics": self.metrics,
+            "metrics_error": self.metrics_error,
         }
 
 
@@ -210,12 +235,92 @@ def _fields(line: str, count: int) -> list[str]:
     return parts + [""] * (count - len(parts))
 
 
+# What metrics.py --once --json prints: these keys at least, each a count or
+# a map of counts by state (metrics.py's FAMILIES; it may add keys).
+_JOB_STATES = ("depend", "priority", "sched", "run", "cleanup", "inactive")
+_RESOURCE_STATES = ("free", "allocated", "down")
+_METRICS_SHAPE: dict[str, tuple[str, ...]] = {
+    "brokers": ("online", "offline", "lost"),
+    "brokers_torpid": (),
+    "nodes": _RESOURCE_STATES,
+    "cores": _RESOURCE_STATES,
+    "gpus": _RESOURCE_STATES,
+    "nodes_drain": ("drained", "draining"),
+    "jobs": _JOB_STATES,
+    "jobs_result": ("completed", "failed", "canceled", "timeout"),
+    "jobs_held": (),
+    "pending_nodes": (),
+    "pending_cores": (),
+    "pending_gpus": (),
+    "pending_max_nodes": (),
+    "pending_max_cores": (),
+}
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What metrics.py's answer lacks, or None when it has every number."""
+    if not isinstance(data, dict):
+        return "a JSON object"
+    for key, states in _METRICS_SHAPE.items():
+        value = data.get(key)
+        if not states:
+            if not _count(value):
+                return f"a count {key}"
+            continue
+        if not isinstance(value, dict):
+            return f"a map {key}"
+        for state in states:
+            if not _count(value.get(state)):
+                return f"a count {key}.{state}"
+    queues = data.get("queue_jobs")
+    if not isinstance(queues, dict):
+        return "a map queue_jobs"
+    for queue, counts in queues.items():
+        if not isinstance(counts, dict) or not all(_count(counts.get(s)) for s in _JOB_STATES):
+            return f"the counts of queue_jobs.{queue}"
+    return None
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_metrics(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """STATUS_SCRIPT's last section: (metrics.py's numbers, None), or (None,
+    why not in one line), or (None, None) when the MiniCluster has no
+    metrics.py (nothing ran, so nothing to say)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None, None
+    failed = [line for line in lines if line.startswith(_METRICS_FAILED)]
+    said = [line for line in lines if not line.startswith(_METRICS_FAILED)]
+    if failed:  # its last line says why (metrics.py's one line; a traceback's last)
+        return None, _one_line(said[-1] if said else failed[-1].removeprefix("fluxhop: "))
+    objects = [line for line in said if line.startswith("{")]
+    if not objects:
+        return None, _one_line(f"metrics.py printed no JSON object: {said[-1]}")
+    try:
+        data = json.loads(objects[-1])  # anything before it: warnings on its stderr
+    except ValueError as err:
+        return None, _one_line(f"metrics.py printed malformed JSON: {err}")
+    problem = _shape_problem(data)
+    if problem is not None:
+        return None, f"metrics.py answered without {problem}"
+    return data, None
+
+
 def parse_status(text: str) -> InstanceStatus:
-    """The three sections STATUS_SCRIPT prints."""
+    """The sections STATUS_SCRIPT prints: brokers, resources, queue, metrics
+    (three: no metrics section at all, as before metrics.py)."""
     sections = text.split(_SECTION + "\n")
-    if len(sections) != 3:
+    if len(sections) not in (3, 4):
         raise InputError("the status of the instance came back incomplete")
-    brokers_text, resources_text, queue_text = sections
+    brokers_text, resources_text, queue_text = sections[:3]
     status = InstanceStatus()
     for line in brokers_text.splitlines():
         state, _, ranks, nodes = _fields(line.strip(), 4)
@@ -234,4 +339,6 @@ def parse_status(text: str) -> InstanceStatus:
                 "ranks": ranks,
             }
     status.queue = [line.strip() for line in queue_text.splitlines() if line.strip()]
+    if len(sections) == 4:
+        status.metrics, status.metrics_error = parse_metrics(sections[3])
     return status
