@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fluxhop.workload.autoscale import Observation, Policy, State, decide
+from fluxhop.errors import InstanceError
+from fluxhop.workload.autoscale import DRAIN_REASON, Observation, Policy, State, decide, observe
 
 POLICY = Policy(min_size=1, max_size=4, scale_down_delay=60)
 
@@ -132,3 +133,29 @@ def test_a_scale_down_never_leaves_a_running_job_without_its_node():
                 observation = seen(size, allocated=allocated, drained=drained)
                 decision, _ = decide(POLICY, observation, State(0), 10_000)
                 assert all(rank < decision.size for rank in allocated), (observation, decision)
+
+
+def metrics(allocated="", drain=(), pending=0, largest=0):
+    return {
+        "pending_nodes": pending,
+        "pending_max_nodes": largest,
+        "ranks": {"online": "0-3", "allocated": allocated, "drain": list(drain)},
+    }
+
+
+def test_the_observation_is_read_from_the_metrics_json():
+    ours = {"ranks": "2-3", "reason": DRAIN_REASON}
+    admins = {"ranks": "1", "reason": "bad disk"}  # never undrained by the policy
+    seen_ = observe(4, metrics("0,3", [ours, admins], pending=2, largest=2))
+    assert seen_ == Observation(4, frozenset({0, 3}), 2, 2, frozenset({2, 3}))
+    assert observe(1, metrics()).allocated == frozenset()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, {}, {"ranks": "0"}, {**metrics(), "pending_nodes": "x"}, metrics(allocated="3-1")],
+)
+def test_metrics_without_what_it_needs_are_one_line(bad):
+    with pytest.raises(InstanceError) as error:
+        observe(2, bad)
+    assert "\n" not in str(error.value) and "metrics" in str(error.value)

@@ -77,6 +77,11 @@ VERBS: dict[str, Verb] = {
     "logs": Verb(
         "fluxhop.cli.cluster", "logs_command", "Print rank 0's output (the job's output)."
     ),
+    "autoscale": Verb(
+        "fluxhop.cli.autoscale",
+        "autoscale_command",
+        "Grow a MiniCluster for its pending jobs and shrink it, drained first, when idle.",
+    ),
     "operator": Verb(
         "fluxhop.cli.operator",
         "operator_command",

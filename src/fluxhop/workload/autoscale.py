@@ -17,8 +17,12 @@ next state out; the operator and ``fluxhop autoscale`` do the I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-__all__ = ["DRAIN_REASON", "Decision", "Observation", "Policy", "State", "decide"]
+from fluxhop.errors import IdsetError, InstanceError
+from fluxhop.flux import idset
+
+__all__ = ["DRAIN_REASON", "Decision", "Observation", "Policy", "State", "decide", "observe"]
 
 DRAIN_REASON = "fluxhop autoscale: scaling down"  # how this policy's drains are told apart
 
@@ -59,6 +63,30 @@ class Decision:
     @property
     def acts(self) -> bool:
         return bool(self.drain or self.undrain)
+
+
+def observe(size: int, metrics: dict[str, Any] | None) -> Observation:
+    """The observation in metrics.py's JSON (``fluxhop status``'s ``metrics``)
+    of a MiniCluster asking for ``size`` nodes."""
+    try:
+        ranks = metrics["ranks"] if metrics else None
+        if not isinstance(ranks, dict):
+            raise KeyError("ranks")
+        ours = [d["ranks"] for d in ranks["drain"] if d.get("reason") == DRAIN_REASON]
+        return Observation(
+            size=size,
+            allocated=frozenset(idset.decode(ranks["allocated"]))
+            if ranks["allocated"]
+            else frozenset(),
+            pending_nodes=int(metrics["pending_nodes"]),  # type: ignore[index]
+            pending_max_nodes=int(metrics["pending_max_nodes"]),  # type: ignore[index]
+            drained=frozenset(r for text in ours for r in idset.decode(text)),
+        )
+    except (KeyError, TypeError, ValueError, IdsetError) as err:
+        raise InstanceError(
+            f"the instance's metrics lack what autoscaling reads ({err}); is its metrics.py "
+            "older than this fluxhop? recreate the MiniCluster"
+        ) from None
 
 
 def _needed(policy: Policy, seen: Observation) -> int:

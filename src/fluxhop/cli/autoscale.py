@@ -1,0 +1,69 @@
+"""``fluxhop autoscale NAME``: size a MiniCluster to its Flux queue from this
+machine, for users without fluxhop's operator (operator/autoscaler.py)."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from fluxhop.cli.kubeopts import connect, kube_options
+from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cluster.inside import Inside
+from fluxhop.errors import InputError, InstanceError
+from fluxhop.operator.autoscaler import Autoscaler
+from fluxhop.spec.autoscale import DEFAULT_DELAY
+from fluxhop.workload.autoscale import Policy
+
+
+@click.command("autoscale")
+@click.argument("name", type=KUBE_NAME)
+@click.option("--min-size", type=int, default=1, show_default=True, help="Never fewer nodes.")
+@click.option(
+    "--scale-down-delay",
+    type=float,
+    default=DEFAULT_DELAY,
+    show_default=True,
+    help="Seconds nodes stay idle before the MiniCluster shrinks (drained first).",
+)
+@click.option(
+    "--interval", type=float, default=10, show_default=True, help="Seconds between decisions."
+)
+@click.option("--once", is_flag=True, help="Make one decision and exit.")
+@kube_options()
+def autoscale_command(
+    name: str,
+    min_size: int,
+    scale_down_delay: float,
+    interval: float,
+    once: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> int:
+    """Grow a MiniCluster for its pending jobs and shrink it, drained first, when idle."""
+    if scale_down_delay < 0:
+        raise InputError(f"--scale-down-delay must be 0 or more, not {scale_down_delay:g}")
+    if interval <= 0:
+        raise InputError(f"--interval must be more than 0, not {interval:g}")
+    ops = connect(kubeconfig, context, namespace)
+    root = ops.require(name)
+    if not 1 <= min_size <= root.max_size:
+        raise InputError(
+            f"--min-size {min_size} must be between 1 and the MiniCluster's maxSize {root.max_size}"
+        )
+    policy = Policy(min_size, root.max_size, scale_down_delay)
+    scaler = Autoscaler(ops, Inside(ops, kubeconfig=kubeconfig, context=context), name, policy)
+    while True:
+        try:
+            before, decision = scaler.step()
+        except InstanceError as err:  # rank 0 restarting, a module reloading: next time
+            if once:
+                raise
+            click.echo(f"minicluster/{name}: no decision: {err}", err=True)
+        else:
+            change = f"{before} -> {decision.size}" if decision.size != before else f"{before}"
+            click.echo(f"minicluster/{name} size {change}: {decision.reason}")
+        if once:
+            return 0
+        time.sleep(interval)  # a polling period, not a wait for an event

@@ -1,0 +1,103 @@
+"""Autoscaling on the real cluster with real Flux (issue #24): a MiniCluster
+of size 1 and maxSize 4 grows to 4 for a job that needs 4 nodes, which then
+runs and completes; idle, it is drained and shrunk back to 1, the drained
+ranks leaving cleanly; a job running on rank 3 when the delay has passed
+keeps running until it ends, and only then the shrink happens.
+
+``fluxhop autoscale --once`` makes one decision per call, so the test steps
+the policy itself (the scale-down delay is 0 here; its timing is the pure
+policy's, tested in tests/workload/test_autoscale.py)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.tools import eventually, fluxhop
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+NAME = "grow"
+
+
+@dataclass
+class Grow:
+    cluster: LocalCluster
+    admin: Api
+    namespace: str
+
+    def fluxhop(self, verb: str, *args: str) -> str:
+        done = fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=180)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def step(self) -> str:
+        return self.fluxhop("autoscale", NAME, "--once", "--scale-down-delay", "0").strip()
+
+    def flux(self, *args: str) -> str:
+        return self.fluxhop("proxy", NAME, "flux", *args)
+
+    def online(self) -> int:
+        done = fluxhop(self.cluster, "status", "--namespace", self.namespace, NAME, "-o", "json")
+        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else -1
+
+    def pods(self) -> int:
+        return len(self.admin.get(f"/api/v1/namespaces/{self.namespace}/pods")["items"])
+
+    def state(self, jobid: str) -> str:
+        return self.flux("jobs", "-no", "{state}", jobid).strip()
+
+
+@pytest.fixture(scope="module")
+def grow(cluster: LocalCluster) -> Iterator[Grow]:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    with cluster.admin() as admin:
+        admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        try:
+            yield Grow(cluster, admin, namespace)
+        finally:
+            admin.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow):
+    grow.fluxhop("create", "--name", NAME, "-N", "1", "--max-size", "4", "--flux-in-image",
+                 "--image", "host")  # fmt: skip
+    eventually("rank 0 online", lambda: grow.online() == 1, timeout=120)
+    jobid = grow.fluxhop("submit", NAME, "-N", "4", "--", "hostname").strip()
+    eventually("the job pending", lambda: grow.state(jobid) == "SCHED")
+    assert "size 1 -> 4" in grow.step()
+    eventually("the job ran", lambda: grow.state(jobid) == "INACTIVE", timeout=240)
+    result = grow.flux("jobs", "-no", "{result} {nnodes}", jobid).split()
+    assert result == ["COMPLETED", "4"]
+
+
+def test_idle_it_is_drained_and_shrunk(grow: Grow):
+    assert "draining ranks 1-3" in grow.step()
+    assert "size 4 -> 1" in grow.step()
+    eventually("the drained ranks' pods gone", lambda: grow.pods() == 1, timeout=120)
+    eventually("one broker online", lambda: grow.online() == 1)
+    lost = grow.flux("overlay", "status", "--no-pretty", "--color=never")
+    assert "lost" not in lost, lost  # they left cleanly: offline, not lost
+
+
+def test_a_job_on_rank_three_finishes_before_the_shrink(grow: Grow):
+    first = grow.fluxhop("submit", NAME, "-N", "4", "--", "true").strip()
+    assert "size 1 -> 4" in grow.step()  # it also undrains ranks 1-3
+    eventually("grown and run", lambda: grow.state(first) == "INACTIVE", timeout=240)
+    mark = "/tmp/fluxhop-autoscale-go"  # rank 3's own /tmp: the job waits for the test
+    job = grow.fluxhop("submit", NAME, "-N", "1", "--flux-args", "--requires=rank:3", "--", "sh", "-c",
+                       f"until [ -e {mark} ]; do sleep 0.2; done").strip()  # fmt: skip
+    eventually("the job running on rank 3", lambda: grow.state(job) == "RUN")
+    assert "waiting for the job(s) on ranks 3" in grow.step()
+    assert "waiting for the job(s) on ranks 3" in grow.step()
+    assert grow.state(job) == "RUN" and grow.pods() == 4  # nothing was killed
+    grow.flux("exec", "-r", "3", "touch", mark)
+    eventually("its job ended by itself", lambda: grow.state(job) == "INACTIVE")
+    assert grow.flux("jobs", "-no", "{result}", job).strip() == "COMPLETED"
+    assert "size 4 -> 1" in grow.step()
+    eventually("back to one pod", lambda: grow.pods() == 1, timeout=120)
