@@ -11,7 +11,6 @@ policy's, tested in tests/workload/test_autoscale.py)."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ import pytest
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually, fluxhop
+from tests.realk8s.tools import eventually, fluxhop, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "grow"
@@ -55,13 +54,8 @@ class Grow:
 
 @pytest.fixture(scope="module")
 def grow(cluster: LocalCluster) -> Iterator[Grow]:
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    with cluster.admin() as admin:
-        admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-        try:
-            yield Grow(cluster, admin, namespace)
-        finally:
-            admin.delete(f"/api/v1/namespaces/{namespace}")
+    with scratch_namespace(cluster) as (admin, namespace):
+        yield Grow(cluster, admin, namespace)
 
 
 def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,7 +15,14 @@ import pytest
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, tty_session
+from tests.realk8s.tools import (
+    FLUXHOP,
+    command_env,
+    eventually,
+    fluxhop,
+    scratch_namespace,
+    tty_session,
+)
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "work"
@@ -40,11 +46,8 @@ class Work:
 
 @pytest.fixture(scope="module")
 def work(cluster: LocalCluster, needs_flux) -> Iterator[Work]:
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    with cluster.admin() as admin:
-        admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    with scratch_namespace(cluster) as (admin, namespace):
         yield Work(cluster, admin, namespace)
-        admin.delete(f"/api/v1/namespaces/{namespace}")
 
 
 def test_create_waits_for_an_instance_that_stays(work: Work):

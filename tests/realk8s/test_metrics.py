@@ -7,7 +7,6 @@ say inside the same instance, and parse as Prometheus text."""
 from __future__ import annotations
 
 import urllib.request
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually, fluxhop
+from tests.realk8s.tools import eventually, fluxhop, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "watched"
@@ -92,13 +91,8 @@ class Watched:
 
 @pytest.fixture(scope="module")
 def watched(cluster: LocalCluster) -> Iterator[Watched]:
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    with cluster.admin() as admin:
-        admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-        try:
-            yield Watched(cluster, admin, namespace)
-        finally:
-            admin.delete(f"/api/v1/namespaces/{namespace}")
+    with scratch_namespace(cluster) as (admin, namespace):
+        yield Watched(cluster, admin, namespace)
 
 
 def test_the_numbers_follow_the_queue(watched: Watched):

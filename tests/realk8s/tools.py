@@ -4,6 +4,7 @@ for conditions read from the API server (never for a guessed time)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -11,7 +12,8 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ __all__ = [
     "kubectl_tty",
     "output",
     "pod_manifest",
+    "scratch_namespace",
     "tty_session",
     "wait_pod_phase",
 ]
@@ -157,3 +160,16 @@ def wait_pod_phase(
         lambda: (pod := api.get(path)).get("status", {}).get("phase") in phases and pod,
         timeout,
     )
+
+
+@contextlib.contextmanager
+def scratch_namespace(cluster: LocalCluster) -> Iterator[tuple[Api, str]]:
+    """A namespace of its own for a module's tests (an admin API and its
+    name), deleted after them by the real namespace controller."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    with cluster.admin() as admin:
+        admin.create("/api/v1/namespaces", {"metadata": {"name": name}})
+        try:
+            yield admin, name
+        finally:
+            admin.delete(f"/api/v1/namespaces/{name}")
