@@ -42,7 +42,8 @@ class Inside:
 
 def scaler(size, allocated="", drain=(), pending=0):
     ops = Ops(size)
-    metrics = {"pending_nodes": pending, "pending_max_nodes": pending,
+    metrics = {"pending_nodes": pending, "pending_max_nodes": pending, "pending_cores": 0,
+               "pending_max_cores": 0, "nodes": {"free": 4}, "cores": {"free": 16},
                "ranks": {"online": "0", "allocated": allocated, "drain": list(drain)}}  # fmt: skip
     return ops, Autoscaler(ops, Inside(ops, metrics), "work", Policy(1, 4, 0), clock=lambda: 0.0)
 

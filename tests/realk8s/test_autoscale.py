@@ -81,6 +81,7 @@ def test_idle_it_is_drained_and_shrunk(grow: Grow):
 
 def test_a_job_on_rank_three_finishes_before_the_shrink(grow: Grow):
     first = grow.fluxhop("submit", NAME, "-N", "4", "--", "true").strip()
+    eventually("the job pending", lambda: grow.state(first) == "SCHED")
     assert "size 1 -> 4" in grow.step()  # it also undrains ranks 1-3
     eventually("grown and run", lambda: grow.state(first) == "INACTIVE", timeout=240)
     mark = "/tmp/fluxhop-autoscale-go"  # rank 3's own /tmp: the job waits for the test

@@ -113,9 +113,15 @@ def test_the_minicluster_target_leaves_it_out_and_says_so():
         ({"namespaces": ["Not_A_Name"]}, "spec.metrics.namespaces"),
         ({"enabled": "yes"}, "spec.metrics.enabled"),
         ({"scrape": True}, "spec.metrics.scrape"),
+        ({"port": 8080, "containerPorts": [8080]}, "metrics.port 8080 is also a container's port"),
     ],
 )
 def test_bad_values_are_one_line_naming_the_field(metrics, says):
+    ports = metrics.pop("containerPorts", None)
     with pytest.raises(SpecError) as error:
-        spec_of(True, **metrics)
+        spec = spec_of(True, **metrics)
+        if ports:  # the lead container's own ports
+            body = spec.model_dump(by_alias=True, exclude_none=True)
+            body["spec"]["containers"][0]["ports"] = ports
+            MiniCluster.from_dict(body)
     assert says in str(error.value) and "\n" not in str(error.value)

@@ -106,7 +106,7 @@ CASES = {
 @pytest.mark.parametrize(("observation", "since", "now", "expected"), CASES.values(), ids=CASES)
 def test_the_policy(observation, since, now, expected):
     size, drain, undrain, after, words = expected
-    decision, state = decide(POLICY, observation, State(since), now)
+    decision, state = decide(POLICY, observation, State(since, None if since is None else 1), now)
     assert (decision.size, sorted(decision.drain), sorted(decision.undrain)) == (
         size,
         list(drain),
@@ -117,10 +117,32 @@ def test_the_policy(observation, since, now, expected):
 
 
 def test_min_size_bounds_the_shrink():
-    decision, _ = decide(Policy(2, 4, 60), seen(4), State(0), 100)
+    decision, _ = decide(Policy(2, 4, 60), seen(4), State(0, 2), 100)
     assert (decision.size, sorted(decision.drain)) == (4, [2, 3])
-    decision, _ = decide(Policy(2, 4, 60), seen(4, drained=[2, 3]), State(0), 100)
+    decision, _ = decide(Policy(2, 4, 60), seen(4, drained=[2, 3]), State(0, 2), 100)
     assert decision.size == 2
+
+
+def test_jobs_that_ask_only_for_cores_count_as_the_nodes_those_need():
+    seen_ = observe(1, metrics(cores=10, most_cores=9))  # 4 cores a node
+    assert (seen_.pending_nodes, seen_.pending_max_nodes) == (3, 3)
+    assert decide(POLICY, seen_, State(), 0)[0].size == 3
+
+
+def test_an_admins_drain_does_not_stall_a_shrink():
+    observation = seen(4, drained=[1, 2])
+    observation = Observation(**{**observation.__dict__, "drained_by_others": frozenset({3})})
+    decision, _ = decide(POLICY, observation, State(0, 1), 100)
+    assert decision.size == 1 and not decision.undrain  # 3 stays the admin's
+
+
+def test_nodes_that_just_became_idle_wait_the_whole_delay():
+    _, state = decide(POLICY, seen(4, allocated=[0, 1, 2]), State(), 0)  # idle: rank 3
+    assert state == State(0, 3)
+    decision, state = decide(POLICY, seen(4, allocated=[0]), state, 59)  # 1-3 idle now
+    assert decision.size == 4 and not decision.drain and state == State(59, 1)
+    decision, _ = decide(POLICY, seen(4, allocated=[0]), state, 119)
+    assert decision.drain == frozenset({1, 2, 3})
 
 
 def test_a_scale_down_never_leaves_a_running_job_without_its_node():
@@ -135,10 +157,14 @@ def test_a_scale_down_never_leaves_a_running_job_without_its_node():
                 assert all(rank < decision.size for rank in allocated), (observation, decision)
 
 
-def metrics(allocated="", drain=(), pending=0, largest=0):
+def metrics(allocated="", drain=(), pending=0, largest=0, cores=0, most_cores=0):
     return {
         "pending_nodes": pending,
         "pending_max_nodes": largest,
+        "pending_cores": cores,
+        "pending_max_cores": most_cores,
+        "nodes": {"free": 1, "allocated": 0, "down": 3},
+        "cores": {"free": 4, "allocated": 0, "down": 12},  # 4 per node
         "ranks": {"online": "0-3", "allocated": allocated, "drain": list(drain)},
     }
 
@@ -147,7 +173,7 @@ def test_the_observation_is_read_from_the_metrics_json():
     ours = {"ranks": "2-3", "reason": DRAIN_REASON}
     admins = {"ranks": "1", "reason": "bad disk"}  # never undrained by the policy
     seen_ = observe(4, metrics("0,3", [ours, admins], pending=2, largest=2))
-    assert seen_ == Observation(4, frozenset({0, 3}), 2, 2, frozenset({2, 3}))
+    assert seen_ == Observation(4, frozenset({0, 3}), 2, 2, frozenset({2, 3}), frozenset({1}))
     assert observe(1, metrics()).allocated == frozenset()
 
 

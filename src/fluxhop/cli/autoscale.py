@@ -10,8 +10,9 @@ import click
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.cluster.inside import Inside
-from fluxhop.errors import InputError, InstanceError
+from fluxhop.errors import InputError, InstanceError, NotFound, Unreachable
 from fluxhop.operator.autoscaler import Autoscaler
+from fluxhop.render.targets import Target
 from fluxhop.spec.autoscale import DEFAULT_DELAY
 from fluxhop.workload.autoscale import Policy
 
@@ -29,7 +30,12 @@ from fluxhop.workload.autoscale import Policy
 @click.option(
     "--interval", type=float, default=10, show_default=True, help="Seconds between decisions."
 )
-@click.option("--once", is_flag=True, help="Make one decision and exit.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Make one decision and exit (idle time is not remembered between runs: with a "
+    "delay above 0 it never shrinks; use --scale-down-delay 0 from a timer).",
+)
 @kube_options()
 def autoscale_command(
     name: str,
@@ -52,12 +58,20 @@ def autoscale_command(
         raise InputError(
             f"--min-size {min_size} must be between 1 and the MiniCluster's maxSize {root.max_size}"
         )
+    if root.target is Target.JOBSET:
+        raise InputError(
+            f"MiniCluster {name} is a JobSet, which cannot be resized in place; create it with "
+            "--target job to autoscale it"
+        )
+    problem = root.resize_problem()
+    if problem:
+        raise InputError(f"MiniCluster {name} cannot be autoscaled: {problem}")
     policy = Policy(min_size, root.max_size, scale_down_delay)
     scaler = Autoscaler(ops, Inside(ops, kubeconfig=kubeconfig, context=context), name, policy)
     while True:
         try:
             before, decision = scaler.step()
-        except InstanceError as err:  # rank 0 restarting, a module reloading: next time
+        except (InstanceError, NotFound, Unreachable) as err:  # rank 0 restarting: next time
             if once:
                 raise
             click.echo(f"minicluster/{name}: no decision: {err}", err=True)

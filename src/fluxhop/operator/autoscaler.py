@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import InstanceError
 from fluxhop.flux import idset
 from fluxhop.workload.autoscale import DRAIN_REASON, Decision, Policy, State, decide, observe
 from fluxhop.workload.verbs import FluxVerbs
@@ -31,7 +32,13 @@ class Autoscaler:
         """One decision, acted on: (the size before, the decision)."""
         root = self.ops.require(self.name)
         size = self.ops.status(root).size
-        seen = observe(size, self.inside.status(self.name).metrics)
+        status = self.inside.status(self.name)
+        if status.metrics is None:  # say why: the broker starting, a timeout, no metrics.py
+            raise InstanceError(
+                f"MiniCluster {self.name}: no metrics from its instance "
+                f"({status.metrics_error or 'it has no metrics.py; recreate it with this fluxhop'})"
+            )
+        seen = observe(size, status.metrics)
         decision, self.state = decide(self.policy, seen, self.state, self.clock())
         if decision.undrain:
             self._flux("undrain", [idset.encode(decision.undrain)])

@@ -138,6 +138,11 @@ class MiniClusterSpec(Model):
             raise ValueError(f"minSize {self.min_size} is larger than maxSize {self.max_size}")
         if self.min_size is not None and self.min_size > self.size:
             raise ValueError(f"minSize {self.min_size} is larger than size {self.size}")
+        if self.serves_metrics and any(self.metrics.port in c.ports for c in self.containers):
+            raise ValueError(
+                f"metrics.port {self.metrics.port} is also a container's port; choose another "
+                "for the metrics (or set metrics.enabled: false)"
+            )
         if self.autoscale is not None and self.max_size is None:
             raise ValueError("autoscale needs maxSize, the most nodes the MiniCluster may grow to")
         if self.tasks is not None and -(-self.tasks // self.size) > MAX_CORES_PER_NODE:

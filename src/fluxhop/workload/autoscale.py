@@ -43,6 +43,7 @@ class Observation:
     pending_nodes: int  # nodes all pending jobs (not held) ask for
     pending_max_nodes: int  # the largest of those requests
     drained: frozenset[int] = frozenset()  # ranks this policy drained (DRAIN_REASON)
+    drained_by_others: frozenset[int] = frozenset()  # an admin's drains: never undone here
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class State:
     the target have been idle (None: they are not)."""
 
     idle_since: float | None = None
+    target: int | None = None  # the size the idle time counts toward
 
 
 @dataclass(frozen=True)
@@ -65,24 +67,40 @@ class Decision:
         return bool(self.drain or self.undrain)
 
 
+def _ids(text: str) -> frozenset[int]:
+    return frozenset(idset.decode(text)) if text else frozenset()
+
+
+def _nodes_for(cores: int, metrics: dict[str, Any]) -> int:
+    """Nodes that ``cores`` need on this instance's nodes (all alike here):
+    a job that asks only for cores (``flux submit -n64``) has no node count."""
+    nodes, all_cores = (sum(metrics[key].values()) for key in ("nodes", "cores"))
+    per_node = all_cores // nodes if nodes and all_cores else 0
+    return -(-cores // per_node) if per_node else 0
+
+
 def observe(size: int, metrics: dict[str, Any] | None) -> Observation:
     """The observation in metrics.py's JSON (``fluxhop status``'s ``metrics``)
-    of a MiniCluster asking for ``size`` nodes."""
+    of a MiniCluster asking for ``size`` nodes. Pending asks count as the
+    larger of their nodes and the nodes their cores need."""
     try:
         ranks = metrics["ranks"] if metrics else None
-        if not isinstance(ranks, dict):
+        if not isinstance(ranks, dict) or metrics is None:
             raise KeyError("ranks")
-        ours = [d["ranks"] for d in ranks["drain"] if d.get("reason") == DRAIN_REASON]
+        drains = [(d["reason"] == DRAIN_REASON, _ids(d["ranks"])) for d in ranks["drain"]]
+        pending = max(
+            int(metrics["pending_nodes"]), _nodes_for(int(metrics["pending_cores"]), metrics)
+        )
+        largest = _nodes_for(int(metrics["pending_max_cores"]), metrics)
         return Observation(
             size=size,
-            allocated=frozenset(idset.decode(ranks["allocated"]))
-            if ranks["allocated"]
-            else frozenset(),
-            pending_nodes=int(metrics["pending_nodes"]),  # type: ignore[index]
-            pending_max_nodes=int(metrics["pending_max_nodes"]),  # type: ignore[index]
-            drained=frozenset(r for text in ours for r in idset.decode(text)),
+            allocated=_ids(ranks["allocated"]),
+            pending_nodes=pending,
+            pending_max_nodes=max(int(metrics["pending_max_nodes"]), largest),
+            drained=frozenset().union(*(r for ours, r in drains if ours)),
+            drained_by_others=frozenset().union(*(r for ours, r in drains if not ours)),
         )
-    except (KeyError, TypeError, ValueError, IdsetError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError, IdsetError) as err:
         raise InstanceError(
             f"the instance's metrics lack what autoscaling reads ({err}); is its metrics.py "
             "older than this fluxhop? recreate the MiniCluster"
@@ -116,7 +134,9 @@ def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
 
 def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
     target = max(policy.min_size, len(seen.allocated))
-    since = state.idle_since if state.idle_since is not None else now
+    # nodes that just became idle have not waited yet: a lower target restarts the delay
+    fresh = state.idle_since is None or state.target is None or target < state.target
+    since = now if fresh else state.idle_since
     waited = now - since
     if waited < policy.scale_down_delay:
         left = policy.scale_down_delay - waited
@@ -125,16 +145,16 @@ def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tupl
                 seen.size,
                 f"{seen.size - target} node(s) idle; shrinking to {target} in {left:.0f}s",
             ),
-            State(since),
+            State(since, target),
         )
     leaving = frozenset(range(target, seen.size))
-    drain = leaving - seen.drained
+    drain = leaving - seen.drained - seen.drained_by_others  # drained already, whoever did
     busy = leaving & seen.allocated
     if drain or busy:
         why = f"draining ranks {_ranks(leaving)} to shrink to {target}"
         if busy:
             why += f"; waiting for the job(s) on ranks {_ranks(busy)} to end"
-        return Decision(seen.size, why, drain=drain), State(since)
+        return Decision(seen.size, why, drain=drain), State(since, target)
     return Decision(
         target, f"ranks {_ranks(leaving)} drained and idle: shrinking to {target}"
     ), State()

@@ -268,6 +268,7 @@ def to_prometheus(metrics: Metrics) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     collector = Collector()
+    timeout = 10  # seconds: the server answers one client at a time; an idle one is dropped
 
     def do_GET(self) -> None:  # the name http.server calls
         if self.path.split("?", 1)[0] != "/metrics":
