@@ -135,8 +135,9 @@ def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
 def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
     target = max(policy.min_size, len(seen.allocated))
     # nodes that just became idle have not waited yet: a lower target restarts the delay
-    fresh = state.idle_since is None or state.target is None or target < state.target
-    since = now if fresh else state.idle_since
+    since = state.idle_since
+    if since is None or state.target is None or target < state.target:
+        since = now
     waited = now - since
     if waited < policy.scale_down_delay:
         left = policy.scale_down_delay - waited
