@@ -5,17 +5,22 @@ ranks leaving cleanly; a job running on rank 3 when the delay has passed
 keeps running until it ends, and only then the shrink happens.
 
 ``fluxhop autoscale --once`` makes one decision per call, so the test steps
-the policy itself (the scale-down delay is 0 here; its timing is the pure
-policy's, tested in tests/workload/test_autoscale.py)."""
+the policy itself. The MiniCluster is made from a file whose spec.autoscale
+sets the scale-down delay to 0, and ``fluxhop autoscale`` takes it from
+there (the delay's timing is the pure policy's, tested in
+tests/workload/test_autoscale.py)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import eventually, fluxhop, scratch_namespace
@@ -36,7 +41,7 @@ class Grow:
         return done.stdout
 
     def step(self) -> str:
-        return self.fluxhop("autoscale", NAME, "--once", "--scale-down-delay", "0").strip()
+        return self.fluxhop("autoscale", NAME, "--once").strip()
 
     def flux(self, *args: str) -> str:
         return self.fluxhop("proxy", NAME, "flux", *args)
@@ -58,9 +63,12 @@ def grow(cluster: LocalCluster) -> Iterator[Grow]:
         yield Grow(cluster, admin, namespace)
 
 
-def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow):
-    grow.fluxhop("create", "--name", NAME, "-N", "1", "--max-size", "4", "--flux-in-image",
-                 "--image", "host")  # fmt: skip
+def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow, tmp_path: Path):
+    spec = minicluster_doc(NAME, size=1, maxSize=4, interactive=True,
+                           autoscale={"scaleDownDelaySeconds": 0},
+                           flux={"container": {"disable": True}}, containers=[{"image": "host"}])  # fmt: skip
+    (tmp_path / "grow.yaml").write_text(yaml.safe_dump(spec))
+    grow.fluxhop("create", "-f", str(tmp_path / "grow.yaml"))
     eventually("rank 0 online", lambda: grow.online() == 1, timeout=120)
     jobid = grow.fluxhop("submit", NAME, "-N", "4", "--", "hostname").strip()
     eventually("the job pending", lambda: grow.state(jobid) == "SCHED")

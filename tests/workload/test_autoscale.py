@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from fluxhop.errors import InstanceError
+from fluxhop.render.targets import Target
+from fluxhop.spec import MiniCluster
 from fluxhop.workload.autoscale import DRAIN_REASON, Observation, Policy, State, decide, observe
+from fluxhop.workload.marks import AUTOSCALE, prepare
+from fluxhop.workload.root import Root
+from tests.documents import minicluster_doc
 
 POLICY = Policy(min_size=1, max_size=4, scale_down_delay=60)
 
@@ -185,3 +190,14 @@ def test_metrics_without_what_it_needs_are_one_line(bad):
     with pytest.raises(InstanceError) as error:
         observe(2, bad)
     assert "\n" not in str(error.value) and "metrics" in str(error.value)
+
+
+def test_the_root_remembers_what_spec_autoscale_asked():
+    doc = minicluster_doc("grow", size=2, minSize=2, maxSize=4, autoscale={"scaleDownDelaySeconds": 45},
+                          containers=[{"image": "x", "command": "y"}])  # fmt: skip
+    root = prepare(MiniCluster.from_dict(doc))[-1]
+    assert Root(Target.JOB, root).autoscale == (2, 45.0)
+    del doc["spec"]["autoscale"]
+    assert Root(Target.JOB, prepare(MiniCluster.from_dict(doc))[-1]).autoscale is None
+    root["metadata"]["annotations"][AUTOSCALE] = "{not json"
+    assert Root(Target.JOB, root).autoscale is None

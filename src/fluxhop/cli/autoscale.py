@@ -19,13 +19,16 @@ from fluxhop.workload.autoscale import Policy
 
 @click.command("autoscale")
 @click.argument("name", type=KUBE_NAME)
-@click.option("--min-size", type=int, default=1, show_default=True, help="Never fewer nodes.")
+@click.option(
+    "--min-size",
+    type=int,
+    help="Never fewer nodes (default: the minSize of its spec.autoscale, else 1).",
+)
 @click.option(
     "--scale-down-delay",
     type=float,
-    default=DEFAULT_DELAY,
-    show_default=True,
-    help="Seconds nodes stay idle before the MiniCluster shrinks (drained first).",
+    help="Seconds nodes stay idle before the MiniCluster shrinks, drained first (default: "
+    f"its spec.autoscale's scaleDownDelaySeconds, else {DEFAULT_DELAY}).",
 )
 @click.option(
     "--interval", type=float, default=10, show_default=True, help="Seconds between decisions."
@@ -39,8 +42,8 @@ from fluxhop.workload.autoscale import Policy
 @kube_options()
 def autoscale_command(
     name: str,
-    min_size: int,
-    scale_down_delay: float,
+    min_size: int | None,
+    scale_down_delay: float | None,
     interval: float,
     once: bool,
     kubeconfig: str | None,
@@ -48,12 +51,15 @@ def autoscale_command(
     namespace: str | None,
 ) -> int:
     """Grow a MiniCluster for its pending jobs and shrink it, drained first, when idle."""
-    if scale_down_delay < 0:
+    if scale_down_delay is not None and scale_down_delay < 0:
         raise InputError(f"--scale-down-delay must be 0 or more, not {scale_down_delay:g}")
     if interval <= 0:
         raise InputError(f"--interval must be more than 0, not {interval:g}")
     ops = connect(kubeconfig, context, namespace)
     root = ops.require(name)
+    asked_min, asked_delay = root.autoscale or (1, DEFAULT_DELAY)
+    min_size = asked_min if min_size is None else min_size
+    scale_down_delay = asked_delay if scale_down_delay is None else scale_down_delay
     if not 1 <= min_size <= root.max_size:
         raise InputError(
             f"--min-size {min_size} must be between 1 and the MiniCluster's maxSize {root.max_size}"

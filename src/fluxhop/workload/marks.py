@@ -22,6 +22,7 @@ from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
+    "AUTOSCALE",
     "COMPLETION_INDEX",
     "CONFIG_DIR",
     "FLUX_ROOT",
@@ -44,6 +45,7 @@ TARGET_LABEL = "fluxhop.io/target"
 OPERATED = "fluxhop.io/operated-by"  # a MiniCluster resource whose pods fluxhop's operator makes
 SPEC_HASH = "fluxhop.io/spec-hash"
 MAX_SIZE = "fluxhop.io/max-size"
+AUTOSCALE = "fluxhop.io/autoscale"  # spec.autoscale's bounds and delay, for fluxhop autoscale
 FLUX_ROOT = "fluxhop.io/flux-root"
 CONFIG_DIR = "fluxhop.io/config-dir"
 LEAD_CONTAINER = "fluxhop.io/lead-container"
@@ -71,7 +73,7 @@ def prepare(
 ) -> list[dict[str, Any]]:
     """Render and mark the root with its target, spec hash and maxSize."""
     objects = render(spec, target, cert=cert, cluster_domain=cluster_domain)
-    return mark_root(
+    marked = mark_root(
         objects,
         target,
         max_size=spec.spec.max_nodes,
@@ -79,6 +81,12 @@ def prepare(
         config_dir=DEFAULT_PATHS.config_dir,
         container=spec.name,  # render.pod names the Flux container after the MiniCluster
     )
+    wanted = spec.spec.autoscale
+    if wanted is not None:
+        policy = {"minSize": spec.spec.min_size or 1,
+                  "scaleDownDelaySeconds": wanted.scale_down_delay_seconds}  # fmt: skip
+        marked[-1]["metadata"]["annotations"][AUTOSCALE] = json.dumps(policy, sort_keys=True)
+    return marked
 
 
 @checked(where="workload.mark_root")

@@ -3,6 +3,7 @@ recorded on it (target, maxSize, paths, lead container) and what follows."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +12,7 @@ from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
 from fluxhop.spec.kueue import QUEUE_LABEL, resize_problem
 from fluxhop.workload.marks import (
+    AUTOSCALE,
     CONFIG_DIR,
     FLUX_ROOT,
     JOB_NAME,
@@ -53,6 +55,17 @@ class Root:
     def max_size(self) -> int:
         annotations = self.obj["metadata"].get("annotations") or {}
         return int(annotations.get(MAX_SIZE, self.size))
+
+    @property
+    def autoscale(self) -> tuple[int, float] | None:
+        """(minSize, scale-down delay) from the spec.autoscale it was made
+        with, or None (none, or an annotation fluxhop cannot read)."""
+        annotations = self.obj["metadata"].get("annotations") or {}
+        try:
+            wanted = json.loads(annotations[AUTOSCALE])
+            return int(wanted["minSize"]), float(wanted["scaleDownDelaySeconds"])
+        except (KeyError, TypeError, ValueError):
+            return None
 
     @property
     def container(self) -> str:
