@@ -12,43 +12,26 @@ tests/workload/test_autoscale.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.documents import minicluster_doc
-from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually, fluxhop, scratch_namespace
+from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "grow"
 
 
-@dataclass
-class Grow:
-    cluster: LocalCluster
-    admin: Api
-    namespace: str
-
-    def fluxhop(self, verb: str, *args: str) -> str:
-        done = fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=180)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
+class Grow(InNamespace):
     def step(self) -> str:
-        return self.fluxhop("autoscale", NAME, "--once").strip()
+        return self.checked("autoscale", NAME, "--once").strip()
 
     def flux(self, *args: str) -> str:
-        return self.fluxhop("proxy", NAME, "flux", *args)
-
-    def online(self) -> int:
-        done = fluxhop(self.cluster, "status", "--namespace", self.namespace, NAME, "-o", "json")
-        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else -1
+        return self.checked("proxy", NAME, "flux", *args)
 
     def pods(self) -> int:
         return len(self.admin.get(f"/api/v1/namespaces/{self.namespace}/pods")["items"])
@@ -68,9 +51,9 @@ def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow, tmp_path: Path):
                            autoscale={"scaleDownDelaySeconds": 0},
                            flux={"container": {"disable": True}}, containers=[{"image": "host"}])  # fmt: skip
     (tmp_path / "grow.yaml").write_text(yaml.safe_dump(spec))
-    grow.fluxhop("create", "-f", str(tmp_path / "grow.yaml"))
-    eventually("rank 0 online", lambda: grow.online() == 1, timeout=120)
-    jobid = grow.fluxhop("submit", NAME, "-N", "4", "--", "hostname").strip()
+    grow.checked("create", "-f", str(tmp_path / "grow.yaml"))
+    eventually("rank 0 online", lambda: grow.online(NAME) == 1, timeout=120)
+    jobid = grow.checked("submit", NAME, "-N", "4", "--", "hostname").strip()
     eventually("the job pending", lambda: grow.state(jobid) == "SCHED")
     assert "size 1 -> 4" in grow.step()
     eventually("the job ran", lambda: grow.state(jobid) == "INACTIVE", timeout=240)
@@ -82,18 +65,18 @@ def test_idle_it_is_drained_and_shrunk(grow: Grow):
     assert "draining ranks 1-3" in grow.step()
     assert "size 4 -> 1" in grow.step()
     eventually("the drained ranks' pods gone", lambda: grow.pods() == 1, timeout=120)
-    eventually("one broker online", lambda: grow.online() == 1)
+    eventually("one broker online", lambda: grow.online(NAME) == 1)
     lost = grow.flux("overlay", "status", "--no-pretty", "--color=never")
     assert "lost" not in lost, lost  # they left cleanly: offline, not lost
 
 
 def test_a_job_on_rank_three_finishes_before_the_shrink(grow: Grow):
-    first = grow.fluxhop("submit", NAME, "-N", "4", "--", "true").strip()
+    first = grow.checked("submit", NAME, "-N", "4", "--", "true").strip()
     eventually("the job pending", lambda: grow.state(first) == "SCHED")
     assert "size 1 -> 4" in grow.step()  # it also undrains ranks 1-3
     eventually("grown and run", lambda: grow.state(first) == "INACTIVE", timeout=240)
     mark = "/tmp/fluxhop-autoscale-go"  # rank 3's own /tmp: the job waits for the test
-    job = grow.fluxhop("submit", NAME, "-N", "1", "--flux-args", "--requires=rank:3", "--", "sh", "-c",
+    job = grow.checked("submit", NAME, "-N", "1", "--flux-args", "--requires=rank:3", "--", "sh", "-c",
                        f"until [ -e {mark} ]; do sleep 0.2; done").strip()  # fmt: skip
     eventually("the job running on rank 3", lambda: grow.state(job) == "RUN")
     assert "waiting for the job(s) on ranks 3" in grow.step()

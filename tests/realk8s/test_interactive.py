@@ -9,17 +9,15 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import (
     FLUXHOP,
+    InNamespace,
     command_env,
     eventually,
-    fluxhop,
     scratch_namespace,
     tty_session,
 )
@@ -28,20 +26,9 @@ pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "work"
 
 
-@dataclass
-class Work:
-    cluster: LocalCluster
-    admin: Api
-    namespace: str
-
-    def fluxhop(
-        self, verb: str, *args: str, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        return fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=timeout)
-
+class Work(InNamespace):
     def online(self) -> int:
-        done = self.fluxhop("status", NAME, "-o", "json")
-        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0
+        return super().online(NAME)
 
 
 @pytest.fixture(scope="module")

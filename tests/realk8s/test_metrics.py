@@ -9,33 +9,21 @@ from __future__ import annotations
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.tools import eventually, fluxhop, scratch_namespace
+from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "watched"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-@dataclass
-class Watched:
-    cluster: LocalCluster
-    admin: Api
-    namespace: str
-
-    def fluxhop(self, verb: str, *args: str) -> str:
-        done = fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=120)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
+class Watched(InNamespace):
     def flux(self, *args: str) -> list[str]:
-        return self.fluxhop("proxy", NAME, "flux", *args).splitlines()
+        return self.checked("proxy", NAME, "flux", *args).splitlines()
 
     def endpoint(self) -> str:
         pods = self.admin.get(f"/api/v1/namespaces/{self.namespace}/pods")["items"]
@@ -96,18 +84,18 @@ def watched(cluster: LocalCluster) -> Iterator[Watched]:
 
 
 def test_the_numbers_follow_the_queue(watched: Watched):
-    watched.fluxhop("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
+    watched.checked("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
                     "--image", "host")  # fmt: skip
     eventually("metrics served", lambda: watched.online() == 2, timeout=180)
     watched.agree()  # idle: 2 nodes free, rank 2 down
     assert watched.scrape()[("flux_nodes", (("state", "down"),))] == 1
 
-    watched.fluxhop("submit", NAME, "-N", "1", "--", "sleep", "600")
+    watched.checked("submit", NAME, "-N", "1", "--", "sleep", "600")
     eventually("a job running", lambda: watched.scrape()[("flux_jobs", (("state", "run"),))] == 1)
     watched.agree()
     assert watched.scrape()[("flux_nodes", (("state", "allocated"),))] == 1
 
-    watched.fluxhop(
+    watched.checked(
         "submit", NAME, "-N", "3", "--", "true"
     )  # waits for rank 2 (and the node in use)
     eventually("the 3-node job pending", lambda: watched.scrape()[("flux_pending_nodes", ())] == 3)
@@ -119,4 +107,4 @@ def test_the_numbers_follow_the_queue(watched: Watched):
         lambda: watched.scrape()[("flux_jobs_result", (("result", "canceled"),))] == 2,
     )
     watched.agree()
-    watched.fluxhop("delete", NAME)
+    watched.checked("delete", NAME)

@@ -5,6 +5,7 @@ for conditions read from the API server (never for a guessed time)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import re
@@ -14,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +175,28 @@ def scratch_namespace(cluster: LocalCluster) -> Iterator[tuple[Api, str]]:
             yield admin, name
         finally:
             admin.delete(f"/api/v1/namespaces/{name}")
+
+
+@dataclass
+class InNamespace:
+    """fluxhop against the test cluster in one namespace (scratch_namespace's)."""
+
+    cluster: LocalCluster
+    admin: Api
+    namespace: str
+
+    def fluxhop(
+        self, verb: str, *args: str, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        return fluxhop(self.cluster, verb, "--namespace", self.namespace, *args, timeout=timeout)
+
+    def checked(self, verb: str, *args: str) -> str:
+        """The command's stdout; it must succeed."""
+        done = self.fluxhop(verb, *args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def online(self, name: str) -> int:
+        """Brokers up in ``name``, as fluxhop status says (0 while it cannot say)."""
+        done = self.fluxhop("status", name, "-o", "json")
+        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0

@@ -19,6 +19,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from fluxhop.flux.idset import encode
 from tests.conformance import REPO
 from tests.processes import default_signals
 from tests.realflux import flux_prefix
@@ -165,8 +166,6 @@ def _ranks(idset: str) -> set[int]:
 
 def _idset(ranks: set[int]) -> str:
     """RFC 22 form, as Flux's IDset prints it."""
-    from fluxhop.flux.idset import encode
-
     return encode(sorted(ranks))
 
 
