@@ -336,6 +336,8 @@ def test_a_watch_outlives_an_api_server_that_restarts(fake, kubeconfig):
 
     sleeps: list[float] = []
     fake.drop_watch_after = 1
+    finish = fake.runner  # rank 0 ends only after the API server is back: wait_exit cannot
+    fake.runner = lambda pod, index: finish(pod, index) if watches["refused"] == 8 else None
     kube = Kube.connect(
         str(kubeconfig), transport=httpx2.MockTransport(restarting), sleep=sleeps.append
     )
