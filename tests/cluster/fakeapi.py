@@ -297,6 +297,9 @@ class FakeAPIServer:
         # whose requests RBAC judges (their bearer token); None: everyone's
         self.rbac_token: str | None = None
         self.step_delay = 0.005
+        # pods/exec (tests/cluster/fakeexec.py): (pod, container, argv) ->
+        # (exit code, stdout, stderr); None: exec answers 400 as for no container
+        self.exec_runner: Callable[[str, str, list[str]], tuple[int, str, str]] | None = None
         self.logs: dict[tuple[str, str], list[str]] = {}
         # the Job controller's count of failed pods, by Job uid (pod uids)
         self.failures: dict[str, set[str]] = {}
@@ -439,7 +442,9 @@ class FakeAPIServer:
             return None
         group = "" if prefix == "api/v1" else prefix.split("/")[1]
         resource = f"{plural}/{sub}" if sub else plural
-        if method == "GET":
+        if method == "GET" and sub == "exec":
+            verb = "create"  # a WebSocket upgrade: Kubernetes 1.35+ authorizes it as create
+        elif method == "GET":
             verb = "watch" if params.get("watch") == "true" else ("get" if name else "list")
         else:
             verb = {"PATCH": "patch", "POST": "create", "DELETE": "delete", "PUT": "update"}[method]
@@ -472,6 +477,8 @@ class FakeAPIServer:
     ) -> httpx2.Response:
         if request.method == "GET" and sub == "log":
             return self._log(namespace, name, params)
+        if request.method == "GET" and kind == "Pod" and sub == "exec":
+            return self._exec(namespace, name, request)
         if request.method == "GET" and name is None:
             if params.get("watch") == "true":
                 return self._watch(kind, namespace, params)
@@ -858,6 +865,23 @@ class FakeAPIServer:
                     return  # the connection drops; the client must resume
                 yield (json.dumps({"type": event, "object": obj}) + "\n").encode()
                 sent += 1
+
+    def _exec(self, namespace: str, name: str, request: httpx2.Request) -> httpx2.Response:
+        """An exec, answered as JSON for tests/cluster/fakeexec.py to stream."""
+        query = parse_qs(urlsplit(str(request.url)).query, keep_blank_values=True)
+        container, argv = query.get("container", [""])[-1], query.get("command", [])
+        with self.lock:
+            pod = self.store.get(("Pod", namespace, name))
+            if pod is None:
+                return not_found("pods", name)
+            phase = pod.get("status", {}).get("phase")
+            names = [c["name"] for c in pod["spec"]["containers"]]
+        if container not in names:
+            return status(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        if phase != "Running" or self.exec_runner is None:
+            return status(400, "BadRequest", f"container {container} is not running in pod {name}")
+        code, out, err = self.exec_runner(name, container, argv)
+        return httpx2.Response(200, json={"code": code, "stdout": out, "stderr": err})
 
     def _log(self, namespace: str, name: str, params: dict[str, str]) -> httpx2.Response:
         with self.lock:
@@ -1277,6 +1301,7 @@ class FakeAPIServer:
                 self._event(namespace, pod, "FailedMount", f"MountVolume.SetUp failed: {missing}")
                 return
             state["phase"] = "Running"
+            state["podIP"] = f"10.244.{next(self.rv) % 250}.{self._pod_index(pod) % 250 + 2}"
             name = pod["spec"]["containers"][0]["name"]
             state["containerStatuses"] = [
                 {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}

@@ -15,8 +15,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import LocalToolMissing, NotFound
+from fluxhop.cluster.podexec import Completed, pod_exec
+from fluxhop.errors import InstanceError, LocalToolMissing, NotFound
 from fluxhop.workload import Root
 from fluxhop.workload.inside import (
     METRICS_SCRIPT,
@@ -27,7 +29,7 @@ from fluxhop.workload.inside import (
 )
 from fluxhop.workload.verbs import FluxVerbs, Runner, refuse_closed
 
-__all__ = ["Inside", "kubectl_flags"]
+__all__ = ["Inside", "PodInside", "kubectl_flags"]
 
 
 def kubectl_flags(kubeconfig: str | None, context: str | None, namespace: str) -> list[str]:
@@ -98,3 +100,21 @@ class Inside(FluxVerbs):
             name, status_args(metrics), what="flux resource status", script=STATUS_SCRIPT
         )
         return parse_status(out)
+
+
+class PodInside(FluxVerbs):
+    """Flux verbs in one rank 0 pod already found, through the API server's
+    exec (cluster/podexec.py): no kubectl and no stdin, so nothing streams.
+    fluxhop's operator uses it; it knows the pod from its own watch."""
+
+    def __init__(self, kube: Kube, root: Root, pod: str, *, timeout: float = 60) -> None:
+        super().__init__(self._exec)
+        self.kube, self.root, self.pod, self.timeout = kube, root, pod, timeout
+
+    def where(self, name: str, *, submit: bool, stdin: bool) -> tuple[list[str], str | None]:
+        if stdin:
+            raise InstanceError(f"MiniCluster {name}: streaming needs kubectl exec")
+        return [], self.root.flux_root if self.root.fluxhop_pods else None
+
+    def _exec(self, argv: list[str], **_: object) -> Completed:
+        return pod_exec(self.kube, self.pod, self.root.container, argv, timeout=self.timeout)
