@@ -9,6 +9,7 @@ import ast
 import json
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -111,6 +112,24 @@ def test_the_numbers_are_the_flux_commands_at_each_step(flux):
     assert numbers["brokers"] == {"online": 1, "offline": 0, "lost": 1}
 
 
+@pytest.fixture
+def url(flux) -> Iterator[str]:
+    """The exporter serving ``flux``'s instance over HTTP: its address."""
+    server = subprocess.Popen(
+        [flux_binary(), "python", str(EXPORTER), "--port", "0", "--address", "127.0.0.1"],
+        env=flux.env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stderr is not None
+    try:
+        yield f"http://127.0.0.1:{int(server.stderr.readline().split()[-1])}"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        server.stderr.close()
+
+
 def get(url: str) -> tuple[int, str, str]:
     try:
         with urllib.request.urlopen(url, timeout=60) as answer:
@@ -121,34 +140,55 @@ def get(url: str) -> tuple[int, str, str]:
 
 @pytest.mark.flux
 @needs_flux
-def test_the_server_answers_metrics_and_survives_a_failed_read(flux):
-    server = subprocess.Popen(
-        [flux_binary(), "python", str(EXPORTER), "--port", "0", "--address", "127.0.0.1"],
-        env=flux.env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        port = int(server.stderr.readline().split()[-1])
-        url = f"http://127.0.0.1:{port}"
+def test_the_server_answers_metrics_and_survives_a_failed_read(flux, url):
+    code, kind, body = get(f"{url}/metrics")
+    assert code == 200 and kind.startswith("text/plain; version=0.0.4"), (code, kind)
+    assert parse(body) == flatten(json.loads(flux.exporter("--once", "--json").stdout))
+    assert get(f"{url}/")[0] == 404 and get(f"{url}/metrics/x")[0] == 404
+    code, kind, body = get(f"{url}/metrics.json")  # what fluxhop's operator reads
+    assert (code, kind) == (200, "application/json")
+    served = json.loads(body)
+    assert served.pop("version")  # the queue's version (below), beside the numbers
+    assert served == json.loads(flux.exporter("--once", "--json").stdout)
 
-        code, kind, body = get(f"{url}/metrics")
-        assert code == 200 and kind.startswith("text/plain; version=0.0.4"), (code, kind)
-        assert parse(body) == flatten(json.loads(flux.exporter("--once", "--json").stdout))
-        assert get(f"{url}/")[0] == 404 and get(f"{url}/metrics/x")[0] == 404
+    flux("module", "remove", "job-list")
+    code, _, body = get(f"{url}/metrics")
+    assert code == 500 and body.count("\n") == 1 and "Traceback" not in body, body
+    assert "reading flux failed" in body
+    assert get(f"{url}/metrics.json")[0] == 500
+    flux("module", "load", "job-list")
+    code, _, body = get(f"{url}/metrics")
+    assert code == 200 and parse(body)[("flux_brokers", (("state", "online"),))] == 2
 
-        flux("module", "remove", "job-list")
-        code, _, body = get(f"{url}/metrics")
-        assert code == 500 and body.count("\n") == 1 and "Traceback" not in body, body
-        assert "reading flux failed" in body
-        flux("module", "load", "job-list")
-        code, _, body = get(f"{url}/metrics")
-        assert code == 200 and parse(body)[("flux_brokers", (("state", "online"),))] == 2
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        server.stderr.close()
+
+@pytest.mark.flux
+@needs_flux
+def test_a_reader_waiting_for_a_change_hears_of_a_new_pending_job(flux, url):
+    """GET /metrics.json?after=VERSION&wait=S answers when the job journal
+    moves the version - and its numbers already include the job - while a
+    scrape is answered meanwhile (the server is threaded)."""
+    busy = flux.submit("-N", "2", "sleep", "300")  # both nodes
+    flux.wait_state(busy, "RUN")
+    first = json.loads(get(f"{url}/metrics.json")[2])
+    assert first["version"] and first["pending_nodes"] == 0
+    for _ in range(20):  # until a wait runs out with the version where it was
+        same = json.loads(get(f"{url}/metrics.json?after={first['version']}&wait=0.5")[2])
+        if same["version"] == first["version"]:
+            break
+        first = same
+    assert same["version"] == first["version"]
+    answered: list[dict] = []
+    waiting = threading.Thread(target=lambda: answered.append(json.loads(
+        get(f"{url}/metrics.json?after={first['version']}&wait=120")[2])))  # fmt: skip
+    waiting.start()
+    assert get(f"{url}/metrics")[0] == 200  # not held up by the waiting reader
+    flux.submit("-N", "1", "hostname")  # it waits for the busy nodes
+    waiting.join(timeout=150)
+    (moved,) = answered
+    assert moved["version"] != first["version"]
+    assert (moved["pending_nodes"], moved["pending_max_nodes"]) == (1, 1)
+    again = json.loads(get(f"{url}/metrics.json?after=stale&wait=120")[2])
+    assert again["version"] == moved["version"]  # a version it does not have: at once
 
 
 @needs_flux

@@ -2,7 +2,7 @@
 
 Shipped into the lead broker's pod and run inside the instance (FLUX_URI set):
 
-    flux python metrics.py --port 9090     # serve GET /metrics
+    flux python metrics.py --port 9090     # serve GET /metrics (and /metrics.json)
     flux python metrics.py --once          # print Prometheus text once
     flux python metrics.py --once --json   # print the same numbers as JSON
 
@@ -19,15 +19,26 @@ comes from the RPC the matching flux command uses, so they agree:
 
 A scrape reads Flux; a failed read is a 500 with one line and the server
 keeps serving. Nothing secret is read.
+
+/metrics.json also carries a ``version`` of the queue that moves with the
+job manager's journal; ``?after=VERSION&wait=SECONDS`` answers once it has
+moved (or the seconds have passed), so fluxhop's operator hears of a new
+pending job at once instead of polling (``version`` is null where the
+flux-core has no journal to follow: then it answers at once).
 """
 
 # ruff: noqa: UP006, UP035, UP045 - Python 3.6 has no dict[...] or X | None in hints
 
 import argparse
+import contextlib
 import json
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from socketserver import ThreadingMixIn
 from typing import Any, Dict, List, Optional
+from urllib.parse import parse_qs
 
 # flux-core's own bindings: there where this runs, absent where mypy checks it
 import flux.constants  # type: ignore[import-not-found,unused-ignore]  # binds flux: flux.Flux
@@ -37,6 +48,7 @@ from flux.resource import resource_list  # type: ignore[import-not-found,unused-
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TIMEOUT = 10.0  # seconds a scrape waits for any one RPC
+LISTED_TIMEOUT = 2.0  # seconds the journal's follower waits for job-list to list a job
 
 # dict key -> (HELP text, label names); the metric is flux_<key>, all gauges
 FAMILIES = [
@@ -266,23 +278,127 @@ def to_prometheus(metrics: Metrics) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Handler(BaseHTTPRequestHandler):
-    collector = Collector()
-    timeout = 10  # seconds: the server answers one client at a time; an idle one is dropped
+class Changes:
+    """A version of the queue that moves on each job event that can change
+    what an autoscaler decides (the job manager's journal): a job waiting
+    for resources, a job's resources freed, a job's urgency. A reader waits
+    for it to move (``GET /metrics.json?after=VERSION&wait=SECONDS``) rather
+    than asking again and again. A job that starts waiting moves it only once
+    job-list, where the numbers come from, lists it as pending."""
 
-    def do_GET(self) -> None:  # the name http.server calls
-        if self.path.split("?", 1)[0] != "/metrics":
-            self._reply(404, "text/plain; charset=utf-8", "not found: try /metrics\n")
+    EVENTS = ("priority", "free", "urgency")
+
+    def __init__(self) -> None:
+        self.boot = f"{int(time.time() * 1000):x}"  # a restarted exporter: a new version
+        self.count = 0
+        self.following = False
+        self.changed = threading.Condition()
+
+    @property
+    def version(self) -> str:
+        return f"{self.boot}-{self.count}"
+
+    def ensure(self) -> None:
+        """Follow the journal, if not yet: at a reader's request, since the
+        exporter starts before the broker it reads (a failed start is tried
+        again at the next request). Call with ``changed`` held."""
+        if self.following:
             return
         try:
-            body = to_prometheus(self.collector.collect())
+            from flux.job import JournalConsumer  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:  # a flux-core older than its journal: readers poll instead
+            return
+        try:
+            handle = flux.Flux()
+            consumer = JournalConsumer(handle, full=False).start()
+        except OSError:  # the broker is not up yet
+            return
+        self.following = True
+        self.count += 1  # what happened while not following is not known: a new version
+        threading.Thread(target=self._follow, args=(handle, consumer), daemon=True).start()
+
+    def _follow(self, handle: Any, consumer: Any) -> None:
+        try:
+            while True:
+                event = consumer.poll(timeout=-1.0)
+                if event is None:
+                    break
+                if event.name not in self.EVENTS:
+                    continue
+                if event.name == "priority":  # now SCHED: once job-list has it so
+                    _listed(handle, event.jobid)
+                with self.changed:
+                    self.count += 1
+                    self.changed.notify_all()
+        except Exception as error:  # say it; the next reader starts following again
+            sys.stderr.write(f"following the job journal failed: {error}\n")
+        with self.changed:
+            self.following = False
+            self.changed.notify_all()
+
+    def wait(self, after: Optional[str], seconds: float) -> Optional[str]:
+        """The version once it is not ``after`` (or ``seconds`` have passed);
+        None where the journal cannot be followed (then at once)."""
+        deadline = time.monotonic() + max(0.0, min(seconds, 300.0))
+        with self.changed:
+            self.ensure()
+            while self.following and after == self.version:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.changed.wait(left)
+            return self.version if self.following else None
+
+
+def _listed(handle: Any, jobid: int) -> None:
+    """Wait until job-list sees ``jobid`` pending or past it (job-list wakes
+    a waiter on a state in its mask: a job that goes on to RUN within one of
+    its updates never shows SCHED, so every later state is in the mask too)."""
+    states = flux.constants
+    mask = (
+        states.FLUX_JOB_STATE_SCHED
+        | states.FLUX_JOB_STATE_RUN
+        | states.FLUX_JOB_STATE_CLEANUP
+        | states.FLUX_JOB_STATE_INACTIVE
+    )
+    payload = {"id": int(jobid), "attrs": ["state"], "state": mask}
+    with contextlib.suppress(OSError):  # gone, or slow: the next change or look has it
+        handle.rpc("job-list.list-id", payload).wait_for(LISTED_TIMEOUT).get()
+
+
+class Handler(BaseHTTPRequestHandler):
+    collector = Collector()
+    changes = Changes()
+    collecting = threading.Lock()  # one read of Flux at a time (the collector's cache)
+    timeout = 10  # seconds an idle client may hold a connection
+
+    def do_GET(self) -> None:  # the name http.server calls
+        path, _, query = self.path.partition("?")
+        if path not in ("/metrics", "/metrics.json"):
+            self._reply(404, "text/plain; charset=utf-8", "not found: try /metrics\n")
+            return
+        version = None
+        if path == "/metrics.json":
+            asked = parse_qs(query)
+            try:
+                seconds = float(asked.get("wait", ["0"])[-1])
+            except ValueError:
+                seconds = 0.0
+            version = self.changes.wait(asked.get("after", [None])[-1], seconds)
+        try:
+            with self.collecting:
+                metrics = self.collector.collect()
         except Exception as error:  # any failed read: one line, keep serving
             line = f"reading flux failed: {type(error).__name__}: {error}"
             line = " ".join(line.split())
             sys.stderr.write(line + "\n")
             self._reply(500, "text/plain; charset=utf-8", line + "\n")
             return
-        self._reply(200, CONTENT_TYPE, body)
+        if path == "/metrics.json":  # what --once --json prints, and the version: the operator's
+            metrics["version"] = version
+            self._reply(200, "application/json", json.dumps(metrics, sort_keys=True) + "\n")
+            return
+        self._reply(200, CONTENT_TYPE, to_prometheus(metrics))
 
     def _reply(self, code: int, content_type: str, body: str) -> None:
         data = body.encode("utf-8")
@@ -296,9 +412,13 @@ class Handler(BaseHTTPRequestHandler):
         pass  # a scrape every few seconds would flood the pod's log
 
 
+class Server(ThreadingMixIn, HTTPServer):
+    daemon_threads = True  # a reader waiting for a change never holds up a scrape
+
+
 def serve(port: int, address: str = "") -> None:
-    """Answer GET /metrics on address:port until killed (one scrape at a time)."""
-    server = HTTPServer((address, port), Handler)
+    """Answer GET /metrics and /metrics.json on address:port until killed."""
+    server = Server((address, port), Handler)
     sys.stderr.write(f"flux metrics on port {server.server_address[1]}\n")
     sys.stderr.flush()
     server.serve_forever()
