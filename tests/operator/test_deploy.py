@@ -154,3 +154,30 @@ def test_a_role_missing_a_verb_fails_with_the_403_the_operator_reports(fake, kub
     ):
         Reconciler(ops).reconcile(fake.get("MiniCluster", "demo"))
     assert fake.refused == ["patch miniclusters/status"]
+
+
+def test_autoscaling_is_allowed_by_the_role(fake, kube, ops):
+    """A look that drains through exec and resizes the resource, under the role."""
+    from fluxhop.operator.autoscaling import autoscale
+    from fluxhop.workload.autoscale import DRAIN_REASON
+    from fluxhop.workload.status import running_lead
+    from tests.cluster.fakeexec import exec_through_fake
+    from tests.operator.rank0 import metrics
+
+    fake.rbac = None
+    fake.runner = lambda pod, index: None
+    kube.apply(resource(size=4, maxSize=4, autoscale={"scaleDownDelaySeconds": 0}))
+    fake.rbac = rules()
+    reconciler = Reconciler(ops)
+    reconciler.reconcile(fake.get("MiniCluster", "demo"))
+    settle(fake, reconciler)
+    ran = []
+    fake.exec_runner = lambda pod, container, argv: (ran.append(argv), (0, "", ""))[1]
+    answers = iter([metrics(allocated="0"), metrics(allocated="0", drained="1-3")])
+    with exec_through_fake():
+        for now in (1000, 1001):
+            pods = fake.objects(kinds=("Pod",))
+            autoscale(kube, fake.get("MiniCluster", "demo"), now=now,
+                      lead=lambda p=pods: running_lead(p), scrape=lambda pod, port: next(answers))  # fmt: skip
+    assert fake.refused == []
+    assert DRAIN_REASON in ran[0] and fake.get("MiniCluster", "demo")["spec"]["size"] == 1

@@ -14,19 +14,10 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import SpecError
 from fluxhop.operator.reconcile import RESOURCE_HASH, Reconciler
 from fluxhop.spec import MiniCluster
-from tests.cluster.fakeapi import FakeAPIServer
 from tests.cluster.kueue import Kueue
 from tests.conformance import CONFORMANCE
 
 WRITES = ("APPLY", "PATCH", "POST", "DELETE", "CREATE", "UPDATE")
-
-
-@pytest.fixture
-def fake():
-    server = FakeAPIServer()
-    server.flux_operator = False  # fluxhop's operator does the Flux Operator's work here
-    yield server
-    server.close()
 
 
 def resource(name="demo", size=2, **spec) -> dict:

@@ -56,14 +56,15 @@ def deployed(cluster: LocalCluster) -> Iterator[Path]:
 
 
 class Operator:
-    def __init__(self, cluster: LocalCluster, kubeconfig: Path, namespace: str, log: Path) -> None:
+    def __init__(self, cluster: LocalCluster, kubeconfig: Path, namespace: str, log: Path,
+                 *flags: str, **env: str) -> None:  # fmt: skip
         argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
                 "operator", "-n", namespace,
-                "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]  # fmt: skip
+                "--liveness", f"http://127.0.0.1:{free_port()}/healthz", *flags]  # fmt: skip
         self.log = log
         with open(log, "ab") as out:
-            self.process = subprocess.Popen(argv, env=command_env(cluster, kubeconfig), stdout=out,
-                                            stderr=subprocess.STDOUT)  # fmt: skip
+            self.process = subprocess.Popen(argv, env=command_env(cluster, kubeconfig, **env),
+                                            stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]

@@ -16,13 +16,14 @@ from tests.documents import minicluster_doc
 POLICY = Policy(min_size=1, max_size=4, scale_down_delay=60)
 
 
-def seen(size, allocated=(), pending=0, largest=None, drained=()):
+def seen(size, allocated=(), pending=0, largest=None, drained=(), online=None):
     return Observation(
         size=size,
         allocated=frozenset(allocated),
         pending_nodes=pending,
         pending_max_nodes=pending if largest is None else largest,
         drained=frozenset(drained),
+        online=None if online is None else frozenset(online),
     )
 
 
@@ -66,8 +67,13 @@ CASES = {
         0,
         (4, (), (1, 2, 3), None, "growing to 4"),
     ),
-    "idle: the delay starts": (seen(4, allocated=[0]), None, 100, (4, (), (), 100, "in 60s")),
-    "idle: still within the delay": (seen(4), 100, 130, (4, (), (), 100, "in 30s")),
+    "idle: the delay starts": (
+        seen(4, allocated=[0]),
+        None,
+        100,
+        (4, (), (), 100, "once idle for 60s"),
+    ),
+    "idle: still within the delay": (seen(4), 100, 130, (4, (), (), 100, "once idle for 60s")),
     "idle past the delay: drain first": (
         seen(4),
         100,
@@ -86,6 +92,18 @@ CASES = {
         400,
         (4, (1, 2, 3), (), 100, "waiting for the job"),
     ),
+    "a job on a drained rank ends: the shrink goes on without another delay": (
+        seen(4, allocated=[0], drained=[1, 2, 3]),
+        100,
+        170,
+        (1, (), (), None, "shrinking to 1"),
+    ),
+    "jobs on rank 0 and on drained rank 3: waits, the target stays": (
+        seen(4, allocated=[0, 3], drained=[1, 2, 3]),
+        100,
+        400,
+        (4, (), (), 100, "ranks 3 to end"),
+    ),
     "its job ended: shrink": (
         seen(4, drained=[1, 2, 3]),
         100,
@@ -97,6 +115,18 @@ CASES = {
         0,
         100,
         (2, (), (), None, "shrinking to 2"),
+    ),
+    "shrunk, the drained ranks' brokers gone: undrained for the next growth": (
+        seen(1, drained=[1, 2, 3], online=[0]),
+        None,
+        0,
+        (1, (), (1, 2, 3), None, "minSize"),
+    ),
+    "shrunk, a drained rank's broker still leaving: it stays drained": (
+        seen(1, drained=[1, 2, 3], online=[0, 3]),
+        None,
+        0,
+        (1, (), (1, 2), None, "minSize"),
     ),
     "a size outside the bounds comes back": (seen(6), None, 0, (4, (), (), None, "outside 1-4")),
     "steady: leftover drains below the size are undone": (
@@ -119,6 +149,14 @@ def test_the_policy(observation, since, now, expected):
     )
     assert state.idle_since == after
     assert words in decision.reason, decision.reason
+
+
+def test_the_wait_counts_down_under_a_reason_that_stays_the_same():
+    first, state = decide(POLICY, seen(4), State(), 100)
+    later, _ = decide(POLICY, seen(4), state, 130)
+    assert (first.wait, later.wait) == (60, 30)
+    assert first.reason == later.reason  # a status holding it is not rewritten each time
+    assert decide(POLICY, seen(4), state, 160)[0].wait is None
 
 
 def test_min_size_bounds_the_shrink():
@@ -178,7 +216,9 @@ def test_the_observation_is_read_from_the_metrics_json():
     ours = {"ranks": "2-3", "reason": DRAIN_REASON}
     admins = {"ranks": "1", "reason": "bad disk"}  # never undrained by the policy
     seen_ = observe(4, metrics("0,3", [ours, admins], pending=2, largest=2))
-    assert seen_ == Observation(4, frozenset({0, 3}), 2, 2, frozenset({2, 3}), frozenset({1}))
+    assert seen_ == Observation(
+        4, frozenset({0, 3}), 2, 2, frozenset({2, 3}), frozenset({1}), frozenset({0, 1, 2, 3})
+    )
     assert observe(1, metrics()).allocated == frozenset()
 
 

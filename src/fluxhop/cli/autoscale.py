@@ -9,7 +9,6 @@ import click
 
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import KUBE_NAME
-from fluxhop.cluster.inside import Inside
 from fluxhop.errors import InputError, InstanceError, NotFound, Unreachable
 from fluxhop.operator.autoscaler import Autoscaler
 from fluxhop.render.targets import Target
@@ -36,8 +35,8 @@ from fluxhop.workload.autoscale import Policy
 @click.option(
     "--once",
     is_flag=True,
-    help="Make one decision and exit (idle time is not remembered between runs: with a "
-    "delay above 0 it never shrinks; use --scale-down-delay 0 from a timer).",
+    help="Make one decision and exit (from a timer: the idle time the delay counts is kept "
+    "on the MiniCluster between runs).",
 )
 @kube_options()
 def autoscale_command(
@@ -69,11 +68,19 @@ def autoscale_command(
             f"MiniCluster {name} is a JobSet, which cannot be resized in place; create it with "
             "--target job to autoscale it"
         )
+    if (
+        root.target is Target.MINICLUSTER
+        and (root.obj.get("spec") or {}).get("autoscale") is not None
+    ):
+        raise InputError(
+            f"MiniCluster {name} has spec.autoscale: fluxhop's operator autoscales it "
+            "(see its status.autoscale); two autoscalers would undo each other"
+        )
     problem = root.resize_problem()
     if problem:
         raise InputError(f"MiniCluster {name} cannot be autoscaled: {problem}")
     policy = Policy(min_size, root.max_size, scale_down_delay)
-    scaler = Autoscaler(ops, Inside(ops, kubeconfig=kubeconfig, context=context), name, policy)
+    scaler = Autoscaler(ops, name, policy)
     while True:
         try:
             before, decision = scaler.step()
@@ -83,7 +90,8 @@ def autoscale_command(
             click.echo(f"minicluster/{name}: no decision: {err}", err=True)
         else:
             change = f"{before} -> {decision.size}" if decision.size != before else f"{before}"
-            click.echo(f"minicluster/{name} size {change}: {decision.reason}")
+            left = f" (in {decision.wait:.0f}s)" if decision.wait is not None else ""
+            click.echo(f"minicluster/{name} size {change}: {decision.reason}{left}")
         if once:
             return 0
         time.sleep(interval)  # a polling period, not a wait for an event

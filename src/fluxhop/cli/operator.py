@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
 
 from fluxhop.cli.params import KUBE_NAME
 from fluxhop.errors import InputError, LocalToolMissing
 
 __all__ = ["operator_command"]
+
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def own_namespace() -> str | None:
+    """The namespace this operator's pod runs in (deploy/ sets POD_NAMESPACE
+    from the downward API; the service account's file says it too), or None
+    outside a pod."""
+    named = os.environ.get("POD_NAMESPACE", "").strip()
+    if not named and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        named = SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    return named or None
 
 
 @click.command("operator")
@@ -37,6 +53,14 @@ __all__ = ["operator_command"]
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every step, not only what changed.")
 @click.option(
+    "--autoscale-interval",
+    type=click.FloatRange(min=0.1),
+    default=0.2,
+    show_default=True,
+    help="Seconds at least between looks at the queue of a MiniCluster with spec.autoscale "
+    "(a look waits at rank 0, over the pod network, until its queue changes, 10 s at most).",
+)
+@click.option(
     "--priority",
     type=int,
     help="Peering priority: the highest live replica works (default: its start time, so the newest).",
@@ -48,6 +72,7 @@ def operator_command(
     liveness: str,
     standalone: bool,
     verbose: bool,
+    autoscale_interval: float,
     priority: int | None,
 ) -> int:
     """Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller)."""
@@ -77,6 +102,8 @@ def operator_command(
             kube.close()
     handlers.selector.update(labels)
     handlers.standalone = standalone
+    handlers.own_namespace = own_namespace()
+    handlers.register_autoscaling(autoscale_interval)
     if priority is not None:
         handlers.priority = priority
     kopf.configure(verbose=verbose)  # kopf's log lines (its CLI's defaults)

@@ -1,7 +1,10 @@
 """kopf handlers: every event of a MiniCluster resource - and of the pods of
 one - runs the same reconcile (operator/reconcile.py), so the resource's
-status follows its brokers without a polling loop. The handlers are plain
-functions (kopf's own advice): tests call them with a body and a namespace.
+status follows its brokers without a polling loop. A MiniCluster that asks
+to autoscale is also looked at on a timer (operator/autoscaling.py): its
+queue is inside Flux, where no Kubernetes event tells of it. The handlers
+are plain functions (kopf's own advice): tests call them with a body and a
+namespace.
 
 Several replicas are safe: kopf's peering (mandatory here) lets one of them
 handle resources at a time, the others stand by.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -19,11 +23,23 @@ import kopf
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
+from fluxhop.operator.autoscaling import autoscale, waited
 from fluxhop.operator.reconcile import FIELD_MANAGER, Outcome, Reconciler
 from fluxhop.render.objects import MINICLUSTER_LABEL
-from fluxhop.workload.marks import OPERATED
+from fluxhop.workload.marks import JOB_NAME, OPERATED
+from fluxhop.workload.status import completion_index, running_lead
 
-__all__ = ["GROUP", "PEERING", "PLURAL", "VERSION", "configure", "on_minicluster", "on_pod"]
+__all__ = [
+    "GROUP",
+    "PEERING",
+    "PLURAL",
+    "VERSION",
+    "configure",
+    "on_autoscale",
+    "on_minicluster",
+    "on_pod",
+    "register_autoscaling",
+]
 
 GROUP, VERSION, PLURAL = "flux-framework.org", "v1alpha2", "miniclusters"
 PEERING = "fluxhop-operator"
@@ -36,6 +52,40 @@ connect: Callable[[str], Kube] = lambda namespace: Kube.connect(  # noqa: E731
 )
 selector: dict[str, str] = {}
 standalone = False  # fluxhop operator --standalone: one replica, no peering
+# The namespace the operator runs in (the downward API's POD_NAMESPACE):
+# autoscaled MiniClusters let it read their metrics. None: not in a pod.
+own_namespace: str | None = None
+# Rank 0's pod of each MiniCluster, as the pod watch last saw it: the
+# autoscaler's timer finds it here, without a request.
+leads: dict[tuple[str, str], dict[str, Any]] = {}
+# The version of each autoscaled MiniCluster's queue the last look saw, and
+# how long a look waits at rank 0 for it to move (the exporter's long poll).
+versions: dict[tuple[str, str], str | None] = {}
+wait_for_change = 10.0
+unwaited: dict[tuple[str, str], float] = {}  # when each look without a long poll was
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What this operator last wrote for a resource, until its watch brings
+    it: a look reads kopf's live body (no GET), which may lag behind."""
+
+    uid: str | None
+    generation: int
+    status: dict[str, Any] | None
+
+    def outran(self, body: dict[str, Any]) -> bool:
+        return int(body["metadata"].get("generation", 0)) < self.generation
+
+    @classmethod
+    def after(cls, body: dict[str, Any], tick: Any, before: Remembered | None) -> Remembered:
+        floor = before.generation if before else 0
+        seen = int(body["metadata"].get("generation", 0))
+        return cls(body["metadata"].get("uid"), max(tick.generation or 0, seen, floor),
+                   tick.status)  # fmt: skip
+
+
+remembered: dict[tuple[str, str], Remembered] = {}
 # kopf pauses *every* replica when two have the same priority, so each gets
 # its own: by default the time it started (ms), so the newest works and the
 # others stand by (fluxhop operator --priority overrides).
@@ -64,7 +114,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 def reconcile_in(namespace: str, body: dict[str, Any]) -> Outcome:
     kube = connect(namespace)
     try:
-        return Reconciler(MiniClusters(kube)).reconcile(body)
+        return Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(body)
     finally:
         kube.close()
 
@@ -84,10 +134,25 @@ def on_minicluster(body: Any, namespace: str, **_: Any) -> None:
         )
 
 
+def _remember_lead(pod: dict[str, Any], namespace: str, name: str, event: str | None) -> None:
+    if completion_index(pod) != 0:
+        return
+    key = (namespace, name)
+    current = leads.get(key)
+    if event == "DELETED":
+        if current and current["metadata"].get("uid") == pod["metadata"].get("uid"):
+            del leads[key]
+        return
+    created = pod["metadata"].get("creationTimestamp") or ""
+    if current is None or created >= (current["metadata"].get("creationTimestamp") or ""):
+        leads[key] = pod
+
+
 @kopf.on.event("", "v1", "pods", labels={MINICLUSTER_LABEL: kopf.PRESENT})
-def on_pod(body: Any, namespace: str, **_: Any) -> None:
+def on_pod(body: Any, namespace: str, type: str | None = None, **_: Any) -> None:
     """A broker pod changed: bring its MiniCluster resource's status up to date."""
     name = body["metadata"]["labels"][MINICLUSTER_LABEL]
+    _remember_lead(dict(body), namespace, name, type)
     kube = connect(namespace)
     try:
         cr = kube.get("MiniCluster", name)
@@ -95,8 +160,76 @@ def on_pod(body: Any, namespace: str, **_: Any) -> None:
             return  # not one of ours: a Job fluxhop create made, or the Flux Operator's
         if not _selected(cr["metadata"].get("labels") or {}):
             return
-        Reconciler(MiniClusters(kube)).reconcile(cr)
+        Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(cr)
     except FluxhopError as err:
         LOG.warning("MiniCluster %s/%s: %s", namespace, name, err)
     finally:
         kube.close()
+
+
+def _autoscaled(body: Any, **_: Any) -> bool:
+    meta = body.get("metadata") or {}
+    return (
+        OPERATED in (meta.get("annotations") or {})
+        and (body.get("spec") or {}).get("autoscale") is not None
+        and _selected(meta.get("labels") or {})
+    )
+
+
+def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
+    """One autoscaling look at a MiniCluster resource that asks for it."""
+    cr = dict(body)
+    name = cr["metadata"]["name"]
+    kube = connect(namespace)
+
+    def lead() -> dict[str, Any] | None:
+        known = leads.get((namespace, name))
+        if known is not None and running_lead([known]) is not None:
+            return known
+        return running_lead(kube.list("Pod", labels={JOB_NAME: name}))  # not seen running yet
+
+    key = (namespace, name)
+    try:
+        pod = lead()
+        found = None
+        if pod is not None:  # a long poll: the look goes on once the queue changed
+            found = waited(cr, namespace, pod, versions.get(key), now=time.time(),
+                           most=wait_for_change)  # fmt: skip
+        if found is not None:
+            scrape, versions[key] = found
+            fresh = dict(body)  # kopf's live view: the resource as the watch has it now
+            mine = remembered.get(key)
+            if mine is not None and mine.uid != fresh["metadata"].get("uid"):
+                mine = None  # deleted and made again under the same name
+            if mine is not None and mine.outran(fresh):
+                return  # the watch has not brought this operator's own resize yet
+            tick = autoscale(kube, fresh, now=time.time(), lead=lambda: pod, scrape=scrape,
+                             previous=mine.status if mine else None)  # fmt: skip
+            remembered[key] = Remembered.after(fresh, tick, mine)
+        elif time.monotonic() - unwaited.get(key, float("-inf")) >= wait_for_change:
+            # metrics by exec (not served): a look as often as a long poll would end
+            unwaited[key] = time.monotonic()
+            tick = autoscale(kube, cr, now=time.time(), lead=lambda: pod)
+        else:
+            return
+    except FluxhopError as err:  # the API refused a write: the next look tries again
+        LOG.warning("MiniCluster %s/%s: autoscaling: %s", namespace, name, err)
+        return
+    finally:
+        kube.close()
+    if tick.writes:
+        LOG.info("MiniCluster %s/%s: %s", namespace, name, ", ".join(tick.writes))
+
+
+def register_autoscaling(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:
+    """Look at MiniClusters that autoscale every ``interval`` seconds
+    (fluxhop operator --autoscale-interval); call before kopf runs."""
+    kopf.timer(
+        GROUP,
+        VERSION,
+        PLURAL,
+        id="autoscale",
+        interval=interval,
+        when=_autoscaled,
+        registry=registry,
+    )(on_autoscale)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists, FluxhopError, SpecError
 from fluxhop.operator.status import Problem, resource_status
@@ -48,6 +49,7 @@ from fluxhop.workload.marks import (
 from fluxhop.workload.root import Root
 
 __all__ = [
+    "AUTOSCALE_STATUS",
     "CREATED_SIZE",
     "FIELD_MANAGER",
     "OPERATED",
@@ -55,10 +57,13 @@ __all__ = [
     "Outcome",
     "Reconciler",
     "document",
+    "post_event",
     "resource_hash",
+    "spec_of",
 ]
 
 FIELD_MANAGER = "fluxhop-operator"
+AUTOSCALE_STATUS = "autoscale"  # status.autoscale: the autoscaler's decisions
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
 RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it was made from
@@ -74,14 +79,18 @@ def resource_hash(spec: MiniCluster) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def operated(spec: MiniCluster) -> MiniCluster:
+def operated(spec: MiniCluster, operator_namespace: str | None = None) -> MiniCluster:
     """What the operator renders: a MiniCluster it keeps serves its metrics
-    unless its resource says ``metrics.enabled: false`` (the resource hash
-    is taken of the resource as written, not of this)."""
-    if spec.spec.metrics.enabled is not None:
-        return spec
+    unless its resource says ``metrics.enabled: false``, and one that
+    autoscales lets the operator's namespace read them (the resource hash is
+    taken of the resource as written, not of this)."""
     served = spec.model_copy(deep=True)
-    served.spec.metrics.enabled = True
+    metrics = served.spec.metrics
+    if metrics.enabled is None:
+        metrics.enabled = True
+    reader = operator_namespace if spec.spec.autoscale is not None and metrics.enabled else None
+    if reader and reader != spec.namespace and reader not in metrics.namespaces:
+        metrics.namespaces = [*metrics.namespaces, reader]
     return served
 
 
@@ -103,6 +112,42 @@ def document(cr: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def post_event(kube: Kube, cr: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    """An event on MiniCluster resource ``cr`` (kind Normal or Warning)."""
+    meta = cr["metadata"]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
+            "involvedObject": {
+                "apiVersion": cr["apiVersion"],
+                "kind": "MiniCluster",
+                "name": meta["name"],
+                "namespace": kube.namespace,
+                "uid": meta.get("uid", ""),
+            },
+            "type": kind,
+            "reason": reason,
+            "message": message,
+            "source": {"component": FIELD_MANAGER},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+    )
+
+
+def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
+    """The resource's MiniCluster (its warnings are the CLI's business), in
+    the namespace it lives in; raises SpecError, one line."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        spec = MiniCluster.from_dict(document(cr))
+    return spec if spec.namespace == namespace else spec.renamed(namespace=namespace)
+
+
 @dataclass
 class Outcome:
     """What a reconcile did: its writes (for the benchmark and tests) and problem."""
@@ -113,37 +158,22 @@ class Outcome:
 
 
 class Reconciler:
-    def __init__(self, ops: MiniClusters, *, cluster_domain: str = "cluster.local") -> None:
+    def __init__(
+        self,
+        ops: MiniClusters,
+        *,
+        cluster_domain: str = "cluster.local",
+        operator_namespace: str | None = None,
+    ) -> None:
         self.ops = ops
         self.kube = ops.kube
         self.cluster_domain = cluster_domain
+        self.operator_namespace = operator_namespace  # where it runs: may read metrics
 
     # --- events -----------------------------------------------------------------------
 
     def event(self, cr: dict[str, Any], kind: str, reason: str, message: str, out: Outcome) -> None:
-        meta = cr["metadata"]
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
-                "involvedObject": {
-                    "apiVersion": cr["apiVersion"],
-                    "kind": "MiniCluster",
-                    "name": meta["name"],
-                    "namespace": self.kube.namespace,
-                    "uid": meta.get("uid", ""),
-                },
-                "type": kind,
-                "reason": reason,
-                "message": message,
-                "source": {"component": FIELD_MANAGER},
-                "firstTimestamp": stamp,
-                "lastTimestamp": stamp,
-                "count": 1,
-            }
-        )
+        post_event(self.kube, cr, kind, reason, message)
         out.writes.append(f"event {reason}")
 
     # --- reconcile --------------------------------------------------------------------
@@ -152,11 +182,7 @@ class Reconciler:
         out = Outcome()
         name = cr["metadata"]["name"]
         try:
-            with warnings.catch_warnings(record=True):
-                warnings.simplefilter("always")
-                spec = MiniCluster.from_dict(document(cr))
-            if spec.namespace != self.kube.namespace:
-                spec = spec.renamed(namespace=self.kube.namespace)
+            spec = spec_of(cr, self.kube.namespace)
         except SpecError as err:
             out.problem = Problem("Failed", "InvalidSpec", str(err))
             self._report(cr, None, [], 1, out)
@@ -188,7 +214,9 @@ class Reconciler:
         """Create the Job (POST, atomic: of two replicas racing at start-up one
         creates it, the other finds it and updates instead), then its children."""
         self._marks(cr, spec, out)
-        objects = prepare(operated(spec), Target.JOB, cluster_domain=self.cluster_domain)
+        objects = prepare(
+            operated(spec, self.operator_namespace), Target.JOB, cluster_domain=self.cluster_domain
+        )
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
@@ -260,7 +288,11 @@ class Reconciler:
         reference = owner_reference(job)
         fresh = children is not None
         if children is None:
-            children = prepare(operated(spec), Target.JOB, cluster_domain=self.cluster_domain)[:-1]
+            children = prepare(
+                operated(spec, self.operator_namespace),
+                Target.JOB,
+                cluster_domain=self.cluster_domain,
+            )[:-1]
         for obj in children:
             if not fresh and self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
                 continue
@@ -286,7 +318,9 @@ class Reconciler:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         status = resource_status(cr, job, pods, max_size=max_size, now=now, problem=out.problem)
         out.status = status
-        previous = cr.get("status") or {}
+        # status.autoscale is the autoscaler's (operator/autoscaling.py): the
+        # merge patch below leaves it as it is
+        previous = {k: v for k, v in (cr.get("status") or {}).items() if k != AUTOSCALE_STATUS}
         if status == previous:
             return
         before = {c.get("type"): c.get("status") for c in previous.get("conditions") or []}

@@ -44,6 +44,7 @@ class Observation:
     pending_max_nodes: int  # the largest of those requests
     drained: frozenset[int] = frozenset()  # ranks this policy drained (DRAIN_REASON)
     drained_by_others: frozenset[int] = frozenset()  # an admin's drains: never undone here
+    online: frozenset[int] | None = None  # ranks whose broker is up (None: not known)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class Decision:
     reason: str
     drain: frozenset[int] = field(default_factory=frozenset)  # ranks to drain now
     undrain: frozenset[int] = field(default_factory=frozenset)  # ranks to undrain now
+    # seconds left before idle nodes are drained (the reason stays the same
+    # while it counts down, so a status holding it is not rewritten each time)
+    wait: float | None = None
 
     @property
     def acts(self) -> bool:
@@ -99,6 +103,7 @@ def observe(size: int, metrics: dict[str, Any] | None) -> Observation:
             pending_max_nodes=max(int(metrics["pending_max_nodes"]), largest),
             drained=frozenset().union(*(r for ours, r in drains if ours)),
             drained_by_others=frozenset().union(*(r for ours, r in drains if not ours)),
+            online=_ids(ranks["online"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError, IdsetError) as err:
         raise InstanceError(
@@ -115,7 +120,7 @@ def _needed(policy: Policy, seen: Observation) -> int:
 
 
 def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
-    undrain = frozenset(r for r in seen.drained if r < max(needed, seen.size))
+    undrain = frozenset(r for r in seen.drained if r < max(needed, seen.size)) | _gone(seen)
     if needed <= seen.size:
         reason = f"pending jobs fit in {seen.size} nodes"
         if undrain:
@@ -132,19 +137,30 @@ def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
     return Decision(needed, reason, undrain=undrain)
 
 
+def _in_use(policy: Policy, seen: Observation, state: State) -> int:
+    """The nodes to keep: those running a job - but while a shrink is under
+    way, not the ranks it drained: they leave once their jobs end, so such a
+    job ending lets the shrink go on without another delay. (Drains of this
+    policy with no shrink under way are leftovers, undone when steady.)"""
+    leaving = seen.drained if state.target is not None else frozenset()
+    return max(policy.min_size, len(seen.allocated - leaving))
+
+
 def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
-    target = max(policy.min_size, len(seen.allocated))
+    target = _in_use(policy, seen, state)
     # nodes that just became idle have not waited yet: a lower target restarts the delay
     since = state.idle_since
     if since is None or state.target is None or target < state.target:
         since = now
     waited = now - since
     if waited < policy.scale_down_delay:
-        left = policy.scale_down_delay - waited
+        idle = seen.size - target
         return (
             Decision(
                 seen.size,
-                f"{seen.size - target} node(s) idle; shrinking to {target} in {left:.0f}s",
+                f"{idle} node(s) idle; shrinking to {target} once idle for "
+                f"{policy.scale_down_delay:g}s",
+                wait=policy.scale_down_delay - waited,
             ),
             State(since, target),
         )
@@ -170,11 +186,20 @@ def decide(policy: Policy, seen: Observation, state: State, now: float) -> tuple
         ), State()
     if seen.pending_nodes > 0:
         return _grow(policy, seen, _needed(policy, seen)), State()
-    if max(policy.min_size, len(seen.allocated)) < seen.size:
+    if _in_use(policy, seen, state) < seen.size:
         return _shrink(policy, seen, state, now)
-    undrain = frozenset(r for r in seen.drained if r < seen.size)
+    undrain = frozenset(r for r in seen.drained if r < seen.size) | _gone(seen)
     reason = "every node in use" if seen.allocated else f"at minSize {policy.min_size}"
     return replace(Decision(seen.size, reason), undrain=undrain), State()
+
+
+def _gone(seen: Observation) -> frozenset[int]:
+    """Ranks a finished shrink drained whose brokers have left: undrained
+    now, while no job can land on them, so that a growth finds them ready
+    and needs no undrain between its resize and its job."""
+    if seen.online is None:
+        return frozenset()
+    return frozenset(r for r in seen.drained if r >= seen.size and r not in seen.online)
 
 
 def _ranks(ranks: frozenset[int]) -> str:

@@ -23,6 +23,7 @@ from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
     "AUTOSCALE",
+    "AUTOSCALE_STATE",
     "COMPLETION_INDEX",
     "CONFIG_DIR",
     "FLUX_ROOT",
@@ -46,6 +47,7 @@ OPERATED = "fluxhop.io/operated-by"  # a MiniCluster resource whose pods fluxhop
 SPEC_HASH = "fluxhop.io/spec-hash"
 MAX_SIZE = "fluxhop.io/max-size"
 AUTOSCALE = "fluxhop.io/autoscale"  # spec.autoscale's bounds and delay, for fluxhop autoscale
+AUTOSCALE_STATE = "fluxhop.io/autoscale-state"  # fluxhop autoscale's idle time, between runs
 FLUX_ROOT = "fluxhop.io/flux-root"
 CONFIG_DIR = "fluxhop.io/config-dir"
 LEAD_CONTAINER = "fluxhop.io/lead-container"

@@ -3,6 +3,7 @@ objects come in, nothing is fetched here)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "disruption",
     "exit_code",
     "failed",
+    "running_lead",
     "started",
     "status_of",
     "stopping",
@@ -101,6 +103,19 @@ def scheduled(pod: dict[str, Any]) -> bool:
 def completion_index(pod: dict[str, Any]) -> int | None:
     value = (pod.get("metadata", {}).get("labels") or {}).get(COMPLETION_INDEX)
     return int(value) if value is not None and str(value).isdigit() else None
+
+
+def running_lead(pods: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rank 0's running pod (the newest, after a replacement), or None."""
+    leads = [
+        p
+        for p in pods
+        if completion_index(p) == 0
+        and (p.get("status") or {}).get("phase") == "Running"
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    leads.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
+    return leads[-1] if leads else None
 
 
 def exit_code(pod: dict[str, Any], container: str) -> int | None:
