@@ -13,8 +13,10 @@ that grows it (``fluxhop autoscale --once``, in this process), and times:
 * broker join: the resize until the new broker is online in Flux - what
   growth costs at least, measured in the same run;
 * the decision itself, and its requests: HTTP requests fluxhop sends to the
-  API server, and kubectl execs into rank 0 (each exec is itself a GET of
-  the pod and the exec request).
+  API server (an exec into rank 0, through the API's pods/exec, is one of
+  them), and how many of those are execs.
+
+The operator's autoscaling, which needs no stepping: bench_operator_autoscale.py.
 
 Then it shrinks back (drain, then resize) for the next run. Goal: growth
 adds no more than a broker's join (submit -> running minus join is the
@@ -65,7 +67,7 @@ class Counted:
             return send(client, request, *args, **kwargs)
 
         def counted_run(verbs, *args, **kwargs):
-            self.counts["kubectl execs"] += 1  # each is one kubectl exec into rank 0
+            self.counts["execs"] += 1  # each is one pods/exec request into rank 0
             return run(verbs, *args, **kwargs)
 
         with (
@@ -132,7 +134,7 @@ def one_run(namespace: str, env: dict[str, str]) -> dict[str, float]:
         "decision": decided - started,
         "broker join (resize -> online)": joined - decided,
         "HTTP requests per decision": counted.counts["requests"],
-        "kubectl execs per decision": counted.counts["kubectl execs"],
+        "execs per decision (of the requests)": counted.counts["execs"],
     }
 
 
