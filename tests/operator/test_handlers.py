@@ -219,3 +219,25 @@ def test_a_look_waits_for_the_watch_to_bring_its_own_resize(monkeypatch):
     body["metadata"].update(uid="u2", generation=1)  # deleted and made again
     handlers.on_autoscale(body=body, namespace="default")
     assert calls[-1] is None
+
+
+def test_without_a_job_journal_looks_are_not_every_tick(monkeypatch):
+    """Rank 0 answers with no version (a flux-core without the journal): it
+    cannot wait for a change, so a look is at most one per long poll's time."""
+    looks = []
+
+    def looked(kube, cr, now, lead, scrape=None, previous=None):
+        looks.append(now)
+        return Tick()
+
+    monkeypatch.setattr(
+        handlers, "connect", lambda namespace: type("K", (), {"close": lambda s: None})()
+    )
+    monkeypatch.setattr(handlers, "autoscale", looked)
+    monkeypatch.setattr(handlers, "waited", lambda *a, **k: ((lambda pod, port: {}), None))
+    monkeypatch.setattr(handlers, "leads", {("default", "demo"): lead("demo-0-a")})
+    monkeypatch.setattr(handlers, "unwaited", {})
+    body = resource(maxSize=4, autoscale={})
+    for _ in range(3):
+        handlers.on_autoscale(body=body, namespace="default")
+    assert len(looks) == 1

@@ -28,7 +28,7 @@ from tests.realk8s.test_operator import MINICLUSTERS, Operator, condition, deplo
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
-NAME, DELAY = "grow", 3
+NAME, DELAY = "grow", 10  # long enough for the test's own commands between jobs
 
 
 class Scaled(InNamespace):

@@ -208,13 +208,22 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
     jobs = [
         line.split("|")
         for line in flux(
-            "jobs", "-A", "-a", "-n", "-o", "{state}|{queue}|{result}|{urgency}|{nnodes}|{ncores}"
+            "jobs",
+            "-A",
+            "-a",
+            "-n",
+            "-o",
+            "{state}|{queue}|{result}|{urgency}|{nnodes}|{ncores}|{ranks}",
         ).splitlines()
     ]
     pending = [job for job in jobs if job[0] in ("DEPEND", "PRIORITY", "SCHED")]
     waiting = [job for job in pending if job[3] != "0"]
     nodes = [_number(job[4]) for job in waiting]
     cores = [_number(job[5]) for job in waiting]
+    sched = [job for job in waiting if job[0] == "SCHED"]  # waiting for resources
+    running = [job for job in jobs if job[0] in ("RUN", "CLEANUP")]
+    sched_nodes = [_number(job[4]) for job in sched]
+    sched_cores = [_number(job[5]) for job in sched]
     brokers = _overlay(flux)
     assert brokers["online"] == status["online"], "overlay and resource status agree"
     online = flux("resource", "status", "-n", "-s", "online", "-o", "{ranks}").split()
@@ -256,6 +265,13 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
         "pending_gpus": pending_gpus,
         "pending_max_nodes": max(nodes, default=0),
         "pending_max_cores": max(cores, default=0),
+        "sched": {
+            "nodes": sum(sched_nodes),
+            "cores": sum(sched_cores),
+            "max_nodes": max(sched_nodes, default=0),
+            "max_cores": max(sched_cores, default=0),
+            "allocated": _idset(set().union(*(_ranks(job[6]) for job in running))),
+        },
     }
 
 
@@ -282,7 +298,7 @@ def flatten(numbers: dict[str, Any]) -> Samples:
     """The JSON numbers as the samples the text should hold."""
     samples: Samples = {}
     for key, value in numbers.items():
-        if key == "ranks":  # JSON only (the autoscaler's), not served
+        if key in ("ranks", "sched"):  # JSON only (the autoscaler's), not served
             continue
         name = f"flux_{key}"
         if key == "queue_jobs":

@@ -112,6 +112,18 @@ def test_the_numbers_are_the_flux_commands_at_each_step(flux):
     assert numbers["brokers"] == {"online": 1, "offline": 0, "lost": 1}
 
 
+@pytest.mark.flux
+@needs_flux
+def test_a_job_waiting_on_a_dependency_is_pending_but_no_demand_for_nodes(flux):
+    running = flux.submit("-N", "1", "sleep", "300")
+    flux.wait_state(running, "RUN")
+    later = flux.submit("-N", "1", f"--dependency=afterok:{running}", "hostname")
+    flux.wait_state(later, "DEPEND")
+    numbers = flux.metrics()
+    assert numbers == from_commands(flux, 0)
+    assert numbers["pending_nodes"] == 1 and numbers["sched"]["nodes"] == 0
+
+
 @pytest.fixture
 def url(flux) -> Iterator[str]:
     """The exporter serving ``flux``'s instance over HTTP: its address."""

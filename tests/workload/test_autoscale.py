@@ -61,11 +61,17 @@ CASES = {
         80,
         (4, (), (1, 2, 3), None, "undraining"),
     ),
-    "growth past the drained ranks undrains them": (
-        seen(1, pending=4, drained=[1, 2, 3]),
+    "growth past drained ranks whose brokers left undrains them": (
+        seen(1, pending=4, drained=[1, 2, 3], online=[0]),
         None,
         0,
         (4, (), (1, 2, 3), None, "growing to 4"),
+    ),
+    "growth right after a shrink: ranks still leaving stay drained": (
+        seen(1, pending=4, drained=[1, 2, 3], online=[0, 1, 2, 3]),
+        None,
+        0,
+        (4, (), (), None, "growing to 4"),
     ),
     "idle: the delay starts": (
         seen(4, allocated=[0]),
@@ -159,6 +165,20 @@ def test_the_wait_counts_down_under_a_reason_that_stays_the_same():
     assert decide(POLICY, seen(4), state, 160)[0].wait is None
 
 
+def test_a_job_on_a_drained_rank_does_not_restart_the_delay_for_the_others():
+    """Jobs on ranks 0 and 3 of 4 when the delay ran out: ranks 2-3 drained;
+    then rank 1, idle all along, joins the shrink at once, and the shrink
+    goes on as soon as rank 3's job ends - one delay in all."""
+    decision, state = decide(POLICY, seen(4, allocated=[0, 3]), State(), 0)
+    assert decision.wait == 60 and state.target == 2
+    decision, state = decide(POLICY, seen(4, allocated=[0, 3]), state, 60)
+    assert sorted(decision.drain) == [2, 3]
+    decision, state = decide(POLICY, seen(4, allocated=[0, 3], drained=[2, 3]), state, 61)
+    assert sorted(decision.drain) == [1] and state.idle_since == 0
+    decision, state = decide(POLICY, seen(4, allocated=[0], drained=[1, 2, 3]), state, 62)
+    assert decision.size == 1
+
+
 def test_min_size_bounds_the_shrink():
     decision, _ = decide(Policy(2, 4, 60), seen(4), State(0, 2), 100)
     assert (decision.size, sorted(decision.drain)) == (4, [2, 3])
@@ -241,3 +261,21 @@ def test_the_root_remembers_what_spec_autoscale_asked():
     assert Root(Target.JOB, prepare(MiniCluster.from_dict(doc))[-1]).autoscale is None
     root["metadata"]["annotations"][AUTOSCALE] = "{not json"
     assert Root(Target.JOB, root).autoscale is None
+
+
+def test_only_jobs_waiting_for_resources_ask_for_nodes():
+    """metrics.py's "sched": a job waiting on a dependency is no demand."""
+    waiting = {"nodes": 2, "cores": 0, "max_nodes": 2, "max_cores": 0}
+    seen_ = observe(1, {**metrics(pending=8, largest=4), "sched": waiting})
+    assert (seen_.pending_nodes, seen_.pending_max_nodes) == (2, 2)
+    assert observe(1, metrics(pending=8, largest=4)).pending_nodes == 8  # an older metrics.py
+
+
+def test_nodes_in_use_come_from_the_same_snapshot_as_the_asks():
+    """A job scheduled between two reads is pending in one and allocated in
+    the other: with metrics.py's sched.allocated (job-list's one answer) it
+    is counted once, so it grows nothing."""
+    asks = {"nodes": 1, "cores": 1, "max_nodes": 1, "max_cores": 1, "allocated": ""}
+    seen_ = observe(1, {**metrics(allocated="0"), "sched": asks})
+    assert seen_.allocated == frozenset()
+    assert decide(POLICY, seen_, State(), 0)[0].size == 1

@@ -37,23 +37,24 @@ def scrape_json(
     *,
     after: str | None = None,
     wait: float = 0,
-    timeout: float = 10,
+    timeout: float = 30,
 ) -> dict[str, Any]:
     """metrics.py's JSON from rank 0's pod; one line when it cannot be had.
     With ``after`` (the ``version`` an earlier answer had) and ``wait``, the
     exporter answers once its queue has changed, or ``wait`` seconds later."""
     url = metrics_url(pod, port, after=after, wait=wait)
+    where = url.partition("?")[0]  # what a failure names: the same line at every wait
     try:
         response = httpx2.get(url, timeout=timeout + (wait if after else 0))
     except httpx2.HTTPError as err:
         raise InstanceError(
-            f"cannot read the metrics at {url} ({type(err).__name__}: {err}); is the metrics "
+            f"cannot read the metrics at {where} ({type(err).__name__}); is the metrics "
             "port open to this namespace in the MiniCluster's NetworkPolicy?"
         ) from None
     if response.status_code != 200:
         line = response.text.strip().splitlines()[:1] or [""]
-        raise InstanceError(f"the metrics at {url} answered {response.status_code}: {line[0]}")
+        raise InstanceError(f"the metrics at {where} answered {response.status_code}: {line[0]}")
     found, problem = parse_metrics(response.text)  # checked as fluxhop status checks it
     if found is None:
-        raise InstanceError(f"the metrics at {url}: {problem or 'an empty answer'}")
+        raise InstanceError(f"the metrics at {where}: {problem or 'an empty answer'}")
     return found

@@ -79,8 +79,10 @@ def waited(
         return None
     idle = state_of((cr.get("status") or {}).get(AUTOSCALE_STATUS) or {}).idle_since
     left = most if idle is None else idle + policy.scale_down_delay - now
+    if left <= 0:  # the delay has run out: what the shrink waits for now is a job's end
+        left = most
     try:
-        found = scrape(pod, served.port, after=after, wait=min(most, max(left, 0.0)))
+        found = scrape(pod, served.port, after=after, wait=min(most, left))
     except InstanceError as err:
         failure = err
 
@@ -189,19 +191,27 @@ def autoscale(
     try:
         before, decision, state = act(instance, policy, state_of(previous), now)
     except FluxhopError as err:
+        tick.generation = instance.generation  # a resize may have gone through first
         status = recorded(spec.spec.size, f"{NO_DECISION}{err}", state_of(previous))
         # a warning once it had decided before: not while its instance starts
         decided = not str(previous.get("reason", WAITING)).startswith((NO_DECISION, WAITING))
         if _record(kube, cr, previous, status, tick) and decided:
-            post_event(kube, cr, "Warning", "AutoscaleStalled", str(err))
-            tick.writes.append("event AutoscaleStalled")
+            _said(kube, cr, "Warning", "AutoscaleStalled", str(err), tick)
         return tick
     tick.decision, tick.generation = decision, instance.generation
-    for reason, message in _events_for(before, decision):
-        post_event(kube, cr, "Normal", reason, message)
-        tick.writes.append(f"event {reason}")
     _record(kube, cr, previous, recorded(decision.size, decision.reason, state), tick)
+    for reason, message in _events_for(before, decision):
+        _said(kube, cr, "Normal", reason, message, tick)
     return tick
+
+
+def _said(kube: Kube, cr: dict[str, Any], kind: str, reason: str, message: str, tick: Tick) -> None:
+    """An event; one the API refuses is lost, not the look (what it did stands)."""
+    try:
+        post_event(kube, cr, kind, reason, message)
+    except FluxhopError:
+        return
+    tick.writes.append(f"event {reason}")
 
 
 def _record(

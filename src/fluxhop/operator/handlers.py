@@ -24,7 +24,7 @@ from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
 from fluxhop.operator.autoscaling import autoscale, waited
-from fluxhop.operator.reconcile import FIELD_MANAGER, Outcome, Reconciler
+from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME, OPERATED
 from fluxhop.workload.status import completion_index, running_lead
@@ -77,6 +77,14 @@ class Remembered:
     def outran(self, body: dict[str, Any]) -> bool:
         return int(body["metadata"].get("generation", 0)) < self.generation
 
+    def ahead_of(self, body: dict[str, Any]) -> bool:
+        """Whether this knows more than ``body`` (the same resource, its own
+        writes not all in it yet); once not, the body is the truth again."""
+        if self.uid != body["metadata"].get("uid"):
+            return False
+        written = (body.get("status") or {}).get(AUTOSCALE_STATUS)
+        return self.outran(body) or (self.status is not None and written != self.status)
+
     @classmethod
     def after(cls, body: dict[str, Any], tick: Any, before: Remembered | None) -> Remembered:
         floor = before.generation if before else 0
@@ -109,6 +117,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         prefix="fluxhop.io", key="last-handled-configuration"
     )
     settings.posting.level = logging.WARNING  # fluxhop posts its own events
+    # each autoscaled MiniCluster's look holds a worker while it waits at rank 0
+    # (10 s at most): room for many, so that reconciles never queue behind them
+    settings.execution.max_workers = 256
 
 
 def reconcile_in(namespace: str, body: dict[str, Any]) -> Outcome:
@@ -176,6 +187,15 @@ def _autoscaled(body: Any, **_: Any) -> bool:
     )
 
 
+def _too_soon(key: tuple[str, str]) -> bool:
+    """For looks that do not wait at rank 0: whether the last was less than
+    a long poll ago (if not, this one counts as the last)."""
+    if time.monotonic() - unwaited.get(key, float("-inf")) < wait_for_change:
+        return True
+    unwaited[key] = time.monotonic()
+    return False
+
+
 def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
     """One autoscaling look at a MiniCluster resource that asks for it."""
     cr = dict(body)
@@ -195,20 +215,21 @@ def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
         if pod is not None:  # a long poll: the look goes on once the queue changed
             found = waited(cr, namespace, pod, versions.get(key), now=time.time(),
                            most=wait_for_change)  # fmt: skip
+        if found is not None and found[1] is None and _too_soon(key):
+            return  # rank 0 cannot wait for a change (no job journal): not every tick
         if found is not None:
             scrape, versions[key] = found
             fresh = dict(body)  # kopf's live view: the resource as the watch has it now
             mine = remembered.get(key)
-            if mine is not None and mine.uid != fresh["metadata"].get("uid"):
-                mine = None  # deleted and made again under the same name
+            if mine is not None and not mine.ahead_of(fresh):
+                mine = None  # the watch has brought it (or it is another resource now)
             if mine is not None and mine.outran(fresh):
                 return  # the watch has not brought this operator's own resize yet
             tick = autoscale(kube, fresh, now=time.time(), lead=lambda: pod, scrape=scrape,
                              previous=mine.status if mine else None)  # fmt: skip
             remembered[key] = Remembered.after(fresh, tick, mine)
-        elif time.monotonic() - unwaited.get(key, float("-inf")) >= wait_for_change:
-            # metrics by exec (not served): a look as often as a long poll would end
-            unwaited[key] = time.monotonic()
+        elif not _too_soon(key):  # metrics by exec (not served), or rank 0 not running
+            remembered.pop(key, None)
             tick = autoscale(kube, cr, now=time.time(), lead=lambda: pod)
         else:
             return
@@ -218,7 +239,8 @@ def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
     finally:
         kube.close()
     if tick.writes:
-        LOG.info("MiniCluster %s/%s: %s", namespace, name, ", ".join(tick.writes))
+        why = (tick.status or {}).get("reason", "")
+        LOG.info("MiniCluster %s/%s: %s (%s)", namespace, name, ", ".join(tick.writes), why)
 
 
 def register_autoscaling(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:

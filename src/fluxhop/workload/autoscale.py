@@ -92,15 +92,24 @@ def observe(size: int, metrics: dict[str, Any] | None) -> Observation:
         if not isinstance(ranks, dict) or metrics is None:
             raise KeyError("ranks")
         drains = [(d["reason"] == DRAIN_REASON, _ids(d["ranks"])) for d in ranks["drain"]]
-        pending = max(
-            int(metrics["pending_nodes"]), _nodes_for(int(metrics["pending_cores"]), metrics)
-        )
-        largest = _nodes_for(int(metrics["pending_max_cores"]), metrics)
+        # the jobs that wait for resources (metrics.py's "sched"); an older
+        # metrics.py has only all pending jobs, those waiting on a dependency too
+        asks = metrics.get("sched") or {
+            "nodes": metrics["pending_nodes"],
+            "cores": metrics["pending_cores"],
+            "max_nodes": metrics["pending_max_nodes"],
+            "max_cores": metrics["pending_max_cores"],
+        }
+        pending = max(int(asks["nodes"]), _nodes_for(int(asks["cores"]), metrics))
+        largest = _nodes_for(int(asks["max_cores"]), metrics)
+        # ranks running a job, from the same job-list answer as the asks where the
+        # metrics.py has it: a job just scheduled is then not counted twice
+        allocated = asks["allocated"] if "allocated" in asks else ranks["allocated"]
         return Observation(
             size=size,
-            allocated=_ids(ranks["allocated"]),
+            allocated=_ids(allocated),
             pending_nodes=pending,
-            pending_max_nodes=max(int(metrics["pending_max_nodes"]), largest),
+            pending_max_nodes=max(int(asks["max_nodes"]), largest),
             drained=frozenset().union(*(r for ours, r in drains if ours)),
             drained_by_others=frozenset().union(*(r for ours, r in drains if not ours)),
             online=_ids(ranks["online"]),
@@ -120,7 +129,9 @@ def _needed(policy: Policy, seen: Observation) -> int:
 
 
 def _grow(policy: Policy, seen: Observation, needed: int) -> Decision:
-    undrain = frozenset(r for r in seen.drained if r < max(needed, seen.size)) | _gone(seen)
+    # not a rank above the size whose broker is still up: its pod is leaving
+    # (a shrink just now), and a job placed there would go with it
+    undrain = frozenset(r for r in seen.drained if r < seen.size) | _gone(seen)
     if needed <= seen.size:
         reason = f"pending jobs fit in {seen.size} nodes"
         if undrain:
@@ -148,9 +159,12 @@ def _in_use(policy: Policy, seen: Observation, state: State) -> int:
 
 def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tuple[Decision, State]:
     target = _in_use(policy, seen, state)
-    # nodes that just became idle have not waited yet: a lower target restarts the delay
+    # nodes that just became idle have not waited yet: fewer nodes running a
+    # job than the target counted restarts the delay (a job on a drained rank
+    # still counts here: its rank leaves, no other node became idle)
     since = state.idle_since
-    if since is None or state.target is None or target < state.target:
+    running = max(policy.min_size, len(seen.allocated))
+    if since is None or state.target is None or running < state.target:
         since = now
     waited = now - since
     if waited < policy.scale_down_delay:

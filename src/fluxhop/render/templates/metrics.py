@@ -156,12 +156,14 @@ class Collector:
 
     def collect(self) -> Metrics:
         handle = flux.Flux()
-        pending = job_list(
+        # pending and running jobs in one answer of job-list: one snapshot, so a
+        # job just scheduled is never both pending and on its ranks ("sched")
+        active = job_list(
             handle,
             max_entries=0,
-            attrs=["urgency", "nnodes", "ncores"],
+            attrs=["urgency", "nnodes", "ncores", "state", "ranks"],
             userid=flux.constants.FLUX_USERID_UNKNOWN,
-            states=flux.constants.FLUX_JOB_STATE_PENDING,
+            states=flux.constants.FLUX_JOB_STATE_PENDING | flux.constants.FLUX_JOB_STATE_RUNNING,
         )
         stats_rpc = handle.rpc("job-list.job-stats", {}, nodeid=0)
         status_rpc = handle.rpc("resource.status", nodeid=0)
@@ -172,7 +174,14 @@ class Collector:
         metrics.update(self._brokers(handle, status))
         metrics.update(self._resources(sched, status))
         metrics.update(self._jobs(stats))
-        metrics.update(self._pending(handle, pending.wait_for(TIMEOUT).get_jobs()))
+        jobs = active.wait_for(TIMEOUT).get_jobs()
+        pending = [j for j in jobs if j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
+        metrics.update(self._pending(handle, pending))
+        running = [j for j in jobs if not j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
+        busy = IDset()
+        for job in running:
+            busy.add(IDset(job.get("ranks") or ""))
+        metrics["sched"]["allocated"] = str(busy)
         metrics["ranks"] = self._ranks(sched, status)  # JSON only: for the autoscaler
         return metrics
 
@@ -242,7 +251,18 @@ class Collector:
         self.gpus_by_job = {i: self.gpus_by_job[i] for i in ids if i in self.gpus_by_job}
         nodes = [max(job.get("nnodes", 0), 0) for job in waiting]
         cores = [max(job.get("ncores", 0), 0) for job in waiting]
+        # JSON only, for the autoscaler: the jobs that wait for resources (SCHED),
+        # not for a dependency or a begin time (DEPEND, PRIORITY)
+        sched = [j for j in waiting if j.get("state") == flux.constants.FLUX_JOB_STATE_SCHED]
+        sched_nodes = [max(job.get("nnodes", 0), 0) for job in sched]
+        sched_cores = [max(job.get("ncores", 0), 0) for job in sched]
         return {
+            "sched": {
+                "nodes": sum(sched_nodes),
+                "cores": sum(sched_cores),
+                "max_nodes": max(sched_nodes, default=0),
+                "max_cores": max(sched_cores, default=0),
+            },
             "jobs_held": len(jobs) - len(waiting),
             "pending_nodes": sum(nodes),
             "pending_cores": sum(cores),
@@ -311,7 +331,7 @@ class Changes:
         try:
             handle = flux.Flux()
             consumer = JournalConsumer(handle, full=False).start()
-        except OSError:  # the broker is not up yet
+        except Exception:  # the broker is not up yet: a later request tries again
             return
         self.following = True
         self.count += 1  # what happened while not following is not known: a new version
