@@ -51,6 +51,9 @@ class Scaled(InNamespace):
 
     def events(self) -> list[str]:
         found = self.admin.get(f"/api/v1/namespaces/{self.namespace}/events")["items"]
+        # in the order written: a list is by name (random), times are to the second;
+        # etcd's resourceVersions grow with each write (opaque to clients, not to this test)
+        found.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
         return [e["reason"] for e in found if e["involvedObject"].get("kind") == "MiniCluster"]
 
     def until(self, what: str, check: Any, timeout: float = 240) -> Any:
@@ -100,7 +103,9 @@ def test_idle_past_the_delay_it_is_drained_and_shrunk(scaled: Scaled):
     assert "lost" not in lost, lost  # they left cleanly: offline, not lost
     said = scaled.events()
     assert said.index("Draining") < said.index("ScaledDown"), said
-    assert scaled.decision() == {"desiredSize": 1, "reason": "at minSize 1"}
+    # the next look (a job event, or its wait at rank 0 running out) says so
+    settled = {"desiredSize": 1, "reason": "at minSize 1"}
+    scaled.until("the next look at minSize", lambda: scaled.decision() == settled, timeout=60)
 
 
 def test_a_job_on_rank_three_finishes_before_the_shrink(scaled: Scaled):
