@@ -112,8 +112,11 @@ def test_the_pod_watch_remembers_rank_0_for_the_timer(monkeypatch):
     worker["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = "1"
     handlers._remember_lead(worker, "default", "demo", "ADDED")
     assert handlers.leads[("default", "demo")] is new
+    monkeypatch.setattr(handlers, "versions", {("default", "demo"): "v1", ("default", "x"): "v"})
+    monkeypatch.setattr(handlers, "unwaited", {("default", "demo"): 1.0})
     handlers._remember_lead(new, "default", "demo", "DELETED")
     assert ("default", "demo") not in handlers.leads
+    assert handlers.versions == {("default", "x"): "v"} and handlers.unwaited == {}
 
 
 def test_the_timer_looks_only_at_operated_resources_that_autoscale(monkeypatch):

@@ -152,7 +152,10 @@ def _remember_lead(pod: dict[str, Any], namespace: str, name: str, event: str | 
     current = leads.get(key)
     if event == "DELETED":
         if current and current["metadata"].get("uid") == pod["metadata"].get("uid"):
-            del leads[key]
+            # rank 0 gone (a restart, or the MiniCluster deleted): forget what
+            # the looks kept for it, so that deleted MiniClusters leave nothing
+            for memory in (leads, versions, remembered, unwaited):
+                memory.pop(key, None)
         return
     created = pod["metadata"].get("creationTimestamp") or ""
     if current is None or created >= (current["metadata"].get("creationTimestamp") or ""):
