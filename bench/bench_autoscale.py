@@ -138,16 +138,22 @@ def one_run(namespace: str, env: dict[str, str]) -> dict[str, float]:
     }
 
 
+def started_cluster(bench: str) -> LocalCluster:
+    """The test cluster with two nodes, started; or exit saying what is missing."""
+    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
+    if reason:
+        raise SystemExit(f"{bench}: {reason}")
+    cluster = LocalCluster(bin_dir() or Path(), [NodeSpec("node-0"), NodeSpec("node-1")],
+                           flux_prefix=flux_prefix())  # fmt: skip
+    cluster.start()
+    return cluster
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
-    if reason:
-        raise SystemExit(f"bench_autoscale: {reason}")
-    cluster = LocalCluster(bin_dir() or Path(), [NodeSpec("node-0"), NodeSpec("node-1")],
-                           flux_prefix=flux_prefix())  # fmt: skip
-    cluster.start()
+    cluster = started_cluster("bench_autoscale")
     try:
         env = command_env(cluster)
         namespace = f"bench-{uuid.uuid4().hex[:6]}"

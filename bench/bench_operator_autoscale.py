@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -54,11 +53,8 @@ import httpx2
 import kopf
 import yaml
 from tests.documents import minicluster_doc
-from tests.realflux import flux_prefix, missing_flux
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import LocalCluster, NodeSpec
 from tests.realk8s.test_operator import ACCOUNT, DEPLOY_NAMESPACE, deploy_objects
-from tests.realk8s.tools import FLUXHOP, command_env, kubectl
+from tests.realk8s.tools import InNamespace, command_env, kubectl
 
 import bench_autoscale  # this directory: its fluxhop command and its wait
 from bench_autoscale import cli
@@ -171,19 +167,16 @@ def until(check, what: str, timeout: float = 300) -> None:
         raise SystemExit(f"{stop} (the operator's log: {LOG})") from None
 
 
-def online(env: dict[str, str], namespace: str) -> int:
-    """Brokers up, as fluxhop status says (0 while it cannot say)."""
-    done = subprocess.run([str(FLUXHOP), "status", NAME, "--namespace", namespace, "-o", "json"],
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
-    return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0
-
-
 def events(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
 def one_run(
-    namespace: str, env: dict[str, str], counting: Counting, size: Callable[[], int]
+    namespace: str,
+    env: dict[str, str],
+    counting: Counting,
+    size: Callable[[], int],
+    online: Callable[[], int],
 ) -> dict[str, float]:
     ns = ["--namespace", namespace]
 
@@ -204,7 +197,7 @@ def one_run(
               if e["name"] == "online" and e["timestamp"] > resized]  # fmt: skip
     # shrunk: asked for 1 and rank 1's broker gone (a drained rank is not "online"
     # in flux resource status, so that alone would not say the shrink happened)
-    until(lambda: size() == 1 and online(env, namespace) == 1, "back to one broker")
+    until(lambda: size() == 1 and online() == 1, "back to one broker")
     acted = [n for did, n in counting.looks[looks_before:] if did != "nothing"]
     return {
         "submit -> running, a job that fits": fits["start"] - fits["submit"],
@@ -228,12 +221,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--interval", type=float, default=0.2, help="--autoscale-interval")
     args = parser.parse_args()
-    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
-    if reason:
-        raise SystemExit(f"bench_operator_autoscale: {reason}")
-    cluster = LocalCluster(bin_dir() or Path(), [NodeSpec("node-0"), NodeSpec("node-1")],
-                           flux_prefix=flux_prefix())  # fmt: skip
-    cluster.start()
+    cluster = bench_autoscale.started_cluster("bench_operator_autoscale")
     stop = None
     try:
         env = command_env(cluster)
@@ -254,12 +242,14 @@ def main() -> None:
                                       flux={"container": {"disable": True}},
                                       containers=[{"image": "host"}])  # fmt: skip
                 api.create(RESOURCES.format(namespace), doc)
-                until(lambda: online(env, namespace) == 1, "rank 0 online")
+                here = InNamespace(cluster, api, namespace)  # fluxhop status, as the tests read it
+                until(lambda: here.online(NAME) == 1, "rank 0 online")
 
                 def size() -> int:
                     return int(api.get(f"{RESOURCES.format(namespace)}/{NAME}")["spec"]["size"])
 
-                runs = [one_run(namespace, env, counting, size) for _ in range(args.runs)]
+                runs = [one_run(namespace, env, counting, size, lambda: here.online(NAME))
+                        for _ in range(args.runs)]  # fmt: skip
         idle = [n for did, n in counting.looks if did == "nothing"]
         print(f"the operator autoscaling a MiniCluster 1 -> 2 for a 2-node job "
               f"(looks every {args.interval:g}s, median of {args.runs}):")  # fmt: skip
