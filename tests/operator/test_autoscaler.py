@@ -92,8 +92,12 @@ def test_once_from_a_timer_waits_out_the_delay(fake, ops, rank0, made):
 
 def test_rank_0_not_running_is_one_line(fake, ops, rank0, made):
     made(1)
-    for pod in fake.objects(kinds=("Pod",)):
-        fake.store[("Pod", "default", pod["metadata"]["name"])]["status"]["phase"] = "Pending"
+    # rank 0's pod terminating: a state the fake's controllers leave as it is
+    # (a Pending pod they would start again, racing this test on a loaded machine)
+    with fake.lock:
+        for pod in fake.objects(kinds=("Pod",)):
+            stored = fake.store[("Pod", "default", pod["metadata"]["name"])]
+            stored["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
     with pytest.raises(InstanceError, match="rank 0 is not running"):
         step(ops, 0)
 
