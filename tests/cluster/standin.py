@@ -18,15 +18,18 @@ from tests.processes import default_signals
 __all__ = ["RealInstance", "install_kubectl", "kubectl_calls", "recording_flux", "write_env"]
 
 KUBECTL = """#!{python}
-# stand-in kubectl: record argv, then run `exec ... -- CMD` here
-import json, os, sys
+# stand-in kubectl: record argv, then run `exec ... -- CMD` here; a command
+# that fails is followed on stderr by the line real kubectl adds
+import json, os, subprocess, sys
 with open({log!r}, "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\\n")
 argv = sys.argv[1:]
 if "exec" not in argv or "--" not in argv:
     sys.exit("stand-in kubectl only runs exec")
-command = argv[argv.index("--") + 1:]
-os.execvp(command[0], command)
+code = subprocess.call(argv[argv.index("--") + 1:])
+if code:
+    print(f"command terminated with exit code {{code}}", file=sys.stderr)
+sys.exit(code)
 """
 
 FLUX = """#!/bin/sh

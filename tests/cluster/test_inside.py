@@ -202,6 +202,26 @@ def test_flux_refusing_an_option_says_flux_may_be_too_old(pod, capfd, tmp_path):
     assert "flux-core may be too old" in err
 
 
+def test_a_job_the_scheduler_finds_unsatisfiable_is_one_line_naming_the_flags(pod, capfd, tmp_path):
+    """flux's own reason, not the line kubectl exec adds after it. (Real Flux
+    refusing a job beyond maxSize: tests/realk8s/test_interactive.py.)"""
+    refusing = tmp_path / "refusing-flux"
+    refusing.write_text(
+        "#!/bin/sh\necho 'flux-submit: ERROR: [Errno 19] Unsatisfiable request' >&2\nexit 1\n"
+    )
+    refusing.chmod(0o755)
+    write_env(pod.flux_root, flux_bin=str(refusing))
+    code, out, err = cli(
+        capfd, "submit", "demo", "--kubeconfig", pod.kubeconfig, "-N", "9", "--", "true"
+    )
+    assert (code, out) == (1, "")
+    assert err == (
+        "fluxhop: flux submit in MiniCluster demo failed: flux-submit: ERROR: [Errno 19] "
+        "Unsatisfiable request (not even at its maxSize does the MiniCluster have what the job "
+        "asks: check -N, -n, -c and -g)\n"
+    )
+
+
 def test_status_runs_the_config_dirs_metrics_py_in_its_one_exec(pod, capfd, ops):
     """A MiniCluster made before metrics.py (none in its config dir): the
     status it always had, with metrics null and nothing said about them."""

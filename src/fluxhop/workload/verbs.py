@@ -6,6 +6,7 @@ one exec each and their one-line errors are the same everywhere."""
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -60,6 +61,11 @@ def refuse_closed(
         )
 
 
+# What kubectl exec adds after a command that failed: flux's own last line,
+# above it, is the one that says why.
+_EXEC_TRAILER = re.compile(r"command terminated with exit code \d+")
+
+
 class FluxVerbs(ABC):
     """Flux verbs on the running MiniClusters of one backend."""
 
@@ -85,7 +91,11 @@ class FluxVerbs(ABC):
         return [*prefix, *in_pod(flux_root, args, script=script)]
 
     def _failed(self, name: str, result: Completed, what: str) -> InstanceError:
-        lines = [line.strip() for line in str(result.stderr or "").splitlines() if line.strip()]
+        lines = [
+            line.strip()
+            for line in str(result.stderr or "").splitlines()
+            if line.strip() and not _EXEC_TRAILER.fullmatch(line.strip())
+        ]
         last = lines[-1] if lines else f"exit status {result.returncode}"
         if result.returncode == BROKER_NOT_STARTED or last.startswith("fluxhop: "):
             return InstanceError(f"MiniCluster {name}: {last.removeprefix('fluxhop: ')}")
@@ -93,6 +103,11 @@ class FluxVerbs(ABC):
             return InstanceError(
                 f"flux in MiniCluster {name} refused {what}: {last} (the image's flux-core may be "
                 "too old for this option)"
+            )
+        if "nsatisfiable" in last:  # refused by the scheduler's feasibility check
+            last += (
+                " (not even at its maxSize does the MiniCluster have what the job asks: "
+                "check -N, -n, -c and -g)"
             )
         return InstanceError(f"{what} in MiniCluster {name} failed: {last}")
 
