@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import threading
 import uuid
 from pathlib import Path
 
@@ -62,8 +63,18 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
         assert line == "before\n", "".join(seen)
         cluster.restart_apiserver(crash=True)  # while run follows rank 0's log
         mark.touch()
-        stdout, stderr = run.communicate(timeout=180)
-        stdout = "".join(seen) + line + stdout
+        # read on through run.stdout: the other rank's "before" may be in its
+        # buffer already, where communicate() (which reads the pipe) never looks
+        watchdog = threading.Timer(180, run.kill)
+        watchdog.start()
+        try:
+            assert run.stderr is not None
+            with run.stdout, run.stderr:
+                stdout = "".join(seen) + line + run.stdout.read()
+                stderr = run.stderr.read()
+            run.wait()
+        finally:
+            watchdog.cancel()
     finally:
         mark.unlink(missing_ok=True)
         if run.poll() is None:
