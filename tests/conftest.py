@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conformance import CONFORMANCE
+from tests.realflux import missing_flux, missing_fluxion
+from tests.realflux.schedulers import FLUXION, SCHEDULERS, Scheduler
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +18,14 @@ def conformance() -> Path:
 
 # The fake API server, kubeconfig and stand-in flux fixtures, for every test package.
 pytest_plugins = ["tests.cluster.fixtures", "tests.local.fakeflux"]
+
+
+@pytest.fixture(scope="module", params=SCHEDULERS, ids=str)
+def scheduler(request: pytest.FixtureRequest) -> Scheduler:
+    """Fluxion, then sched-simple (tests/realflux/schedulers.py); Fluxion's
+    run skips where the flux-core found does not have it."""
+    chosen: Scheduler = request.param
+    reason = missing_fluxion() if chosen is FLUXION else missing_flux()
+    if reason:
+        pytest.skip(reason)
+    return chosen

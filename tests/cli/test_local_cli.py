@@ -46,6 +46,19 @@ def test_pod_only_flags_say_they_do_not_apply_locally(fake_flux, capsys):
     assert code == 0 and err == ""
 
 
+@pytest.mark.parametrize("verb", [["run", "--local"], ["create", "--local", "--name", "grow"]])
+def test_max_size_does_not_apply_locally_and_says_so(fake_flux, capsys, verb):
+    """A local instance's brokers start at once and are never scaled: a
+    maxSize would list ranks that never come, and a job for them wait for ever."""
+    code, out, err = cli(capsys, *verb, "-N", "1", "--max-size", "4", "--", "hostname")
+    assert (code, out) == (1, "")
+    assert err == (
+        "fluxhop: maxSize 4 does not apply to a local MiniCluster: all its brokers start at "
+        "once and it cannot be scaled; drop --max-size (spec.maxSize) or give -N 4\n"
+    )
+    assert fake_flux.all_gone() and fake_flux.calls() == []
+
+
 def test_a_failing_broker_shows_its_log_then_one_line(fake_flux, capsys):
     fake_flux.set(FAKE_SIZE=2, FAKE_FAIL_HOST="demo-1", FAKE_FAIL_MESSAGE="bad things")
     code, _out, err = cli(capsys, "run", "--local", "-N", "2", "--name", "demo", "--", "true")

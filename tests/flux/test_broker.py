@@ -204,6 +204,7 @@ def test_all_tables_and_no_archive():
     "kwargs, match",
     [
         ({"queue_policy": "lifo"}, "queue-policy"),
+        ({"queue_policy": "easy", "simple_scheduler": True}, "sched-simple has none"),
         ({"topo": "kary"}, "kary"),
         ({"topo": "kary:x"}, "integer"),
         ({"topo": "binomial:2"}, "directive"),
@@ -217,6 +218,21 @@ def test_all_tables_and_no_archive():
 def test_bad_values_fail_before_anything_is_written(kwargs, match):
     with pytest.raises(BrokerConfigError, match=match):
         BrokerConfig(hosts=["a", "b"], **{**BASE, **kwargs})
+
+
+def test_the_scheduler_tables():
+    """sched-simple is chosen for both services it provides (with Fluxion
+    installed, its modules outrank flux-core's), and the feasibility validator
+    refuses at submit what no size of the instance could run."""
+    plain = tomllib.loads(BrokerConfig(hosts=["a", "b"], **BASE).to_toml())
+    assert "modules" not in plain and "ingest" not in plain
+    config = BrokerConfig(hosts=["a", "b"], simple_scheduler=True, check_feasibility=True, **BASE)
+    doc = tomllib.loads(config.to_toml())
+    assert doc["modules"] == {
+        "alternatives": {"sched": "sched-simple", "feasibility": "sched-simple"}
+    }
+    assert doc["ingest"] == {"validator": {"plugins": ["jobspec", "feasibility"]}}
+    assert "sched-fluxion-qmanager" not in doc
 
 
 def test_verify_table_is_written_whole_and_noverify_overrides_it():

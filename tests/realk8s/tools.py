@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.processes import eventually as poll
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 
@@ -127,19 +128,9 @@ def fluxhop(cluster: LocalCluster, *args: str, timeout: float = 240,
 
 
 def eventually(what: str, check: Callable[[], Any], timeout: float = 60, every: float = 0.1) -> Any:
-    """Poll an observable condition until it holds; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except ApiError as error:
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+    """Poll an observable condition until it holds; fail with ``what`` after
+    ``timeout`` (an API error counts as not yet)."""
+    return poll(what, check, timeout, every, tolerate=(ApiError,))
 
 
 def pod_manifest(name: str, command: list[str], **spec: Any) -> dict[str, Any]:

@@ -29,7 +29,8 @@ FAKE_FLUX = textwrap.dedent(
     def record(**extra):
         entry = {"argv": sys.argv[1:], "pid": os.getpid(), "env": {
             k: os.environ.get(k)
-            for k in ("SHLVL", "FROM_PRE", "FLUX_RC_EXTRA", "PATH", "FLUX_URI", "PMI_RANK")}}
+            for k in ("SHLVL", "FROM_PRE", "FLUX_RC_EXTRA", "PATH", "FLUX_URI", "PMI_RANK",
+                      "FLUXION_RESOURCE_OPTIONS")}}
         entry.update(extra)
         with open(os.environ["FLUX_RECORD"], "a") as log:
             log.write(json.dumps(entry) + "\n")

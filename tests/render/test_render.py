@@ -353,6 +353,22 @@ def test_minicluster_target_passes_operator_features_on():
     validate(resource)
 
 
+@pytest.mark.parametrize(
+    "flags, scheduler",
+    [
+        ({}, {"queuePolicy": "easy"}),  # not the operator's fcfs: jobs wait for ranks up
+        ({"max_size": 4, "queue_policy": "fcfs"}, {"queuePolicy": "fcfs"}),
+        ({"max_size": 4, "queue_policy": "hybrid"}, {"queuePolicy": "hybrid"}),
+        ({"max_size": 4, "simple_scheduler": True}, {"simple": True}),
+    ],
+)
+def test_minicluster_target_schedules_as_fluxhops_own_pods(flags, scheduler):
+    spec = minicluster_from_flags(["app"], image="ubuntu", nodes=2, name="demo", **flags)
+    resource = render(spec, "minicluster")[0]
+    validate(resource)
+    assert resource["spec"]["flux"]["scheduler"] == scheduler
+
+
 def test_name_too_long_for_jobset_hosts():
     spec = spec_of()
     spec = spec.renamed("a" * 57)  # a...-0 fits, a...-node-0-0 does not

@@ -128,6 +128,19 @@ def test_shlvl_is_set_and_the_cert_copy_is_private(tmp_path):
     assert CurveCert.from_zpl(copy.read_text()) == CERT
 
 
+@pytest.mark.parametrize(
+    "given, passed", [(None, ""), ("match-policy=lonodex", "match-policy=lonodex")]
+)
+def test_fluxion_gets_no_option_it_would_warn_about(tmp_path, given, passed):
+    """Empty (not unset) options replace the load-allowlist Fluxion's modprobe
+    entries pass, which the reader of fluxhop's R does not support; a user's
+    own options stay. (Quiet under real Fluxion: tests/e2e/test_local.py.)"""
+    env = {} if given is None else {"FLUXION_RESOURCE_OPTIONS": given}
+    lead = pod(tmp_path, spec(["true"]), 0, **env)
+    assert lead.run().returncode == 0
+    assert broker_call(lead.calls())["env"]["FLUXION_RESOURCE_OPTIONS"] == passed
+
+
 def test_cores_are_detected_when_the_spec_declares_none(tmp_path):
     lead = pod(tmp_path, spec(["true"]), 0)
     assert lead.run().returncode == 0

@@ -92,6 +92,15 @@ def test_command_list_is_kept_exactly():
         ({"flux": {"curveCert": "not a cert"}}, "spec.flux.curveCert"),
         ({"network": {"headlessName": "Bad_Name"}}, "spec.network.headlessName"),
         ({"flux": {"contaner": {}}}, "did you mean 'container'?"),
+        (
+            {
+                "size": 1,
+                "maxSize": 4,
+                "autoscale": {},
+                "flux": {"scheduler": {"queuePolicy": "fcfs"}},
+            },
+            "spec: flux.scheduler.queuePolicy fcfs cannot autoscale: Fluxion fails a job larger",
+        ),
     ],
 )
 def test_invalid_values_are_one_line_errors(spec, message):
@@ -284,3 +293,34 @@ def test_list_defaults_are_never_shared(model, field):
     getattr(first, field).append(None)
     assert getattr(second, field) == []
     assert model.model_fields[field].default == []
+
+
+@pytest.mark.parametrize(
+    "spec, policy",
+    [
+        ({"size": 2}, "easy"),  # not Fluxion's fcfs: a job waits for a restarting rank
+        ({"size": 2, "maxSize": 2}, "easy"),
+        ({"size": 1, "maxSize": 4}, "easy"),  # and for the ranks a scale-up brings
+        ({"size": 4, "minSize": 2}, "easy"),  # and for those that join after the start
+        ({"size": 2, "flux": {"scheduler": {"queuePolicy": "fcfs"}}}, "fcfs"),  # as asked
+        ({"size": 1, "maxSize": 4, "autoscale": {}}, "easy"),
+        ({"size": 1, "maxSize": 4, "flux": {"scheduler": {"queuePolicy": "hybrid"}}}, "hybrid"),
+        ({"size": 2, "flux": {"scheduler": {"queuePolicy": "conservative"}}}, "conservative"),
+        ({"size": 1, "maxSize": 4, "flux": {"scheduler": {"simple": True}}}, None),
+        ({"size": 2, "flux": {"scheduler": {"simple": True, "queuePolicy": "easy"}}}, None),
+    ],
+)
+def test_the_queue_policy_lets_jobs_wait_for_ranks_not_up(spec, policy):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FluxhopWarning)
+        assert MiniCluster.from_dict(minimal(**spec)).spec.queue_policy == policy
+
+
+def test_fcfs_asked_for_on_a_minicluster_that_can_grow_is_said_once():
+    doc = minimal(size=1, maxSize=3, flux={"scheduler": {"queuePolicy": "fcfs"}})
+    with pytest.warns(FluxhopWarning) as caught:
+        spec = MiniCluster.from_dict(doc)
+    assert spec.spec.queue_policy == "fcfs"  # as asked: the user may want its strict order
+    [warning] = caught
+    assert "fails a job larger than the nodes up" in str(warning.message)
+    assert "use easy (fluxhop's default), hybrid or conservative" in str(warning.message)

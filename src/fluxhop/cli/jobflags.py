@@ -13,6 +13,7 @@ import click
 from fluxhop.cli.common import load_spec, shortened, target_option
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
 from fluxhop.errors import InputError, SpecError, clipped
+from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.flux.jobopts import JobOptions
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
@@ -42,6 +43,8 @@ def spec_from_options(
     placement: Placement | None = None,
     flux_words: Sequence[str] = (),
     view_image: str | None = None,
+    queue_policy: str | None = None,
+    sched_simple: bool = False,
 ) -> MiniCluster:
     """One MiniCluster from either -f FILE or the job flags (not both); the
     placement flags apply to either."""
@@ -56,6 +59,8 @@ def spec_from_options(
             "--max-size": max_size,
             "--flux-in-image": flux_in_image or None,
             "--view-image": view_image,
+            "--queue-policy": queue_policy,
+            "--sched-simple": sched_simple or None,
         }
         given = [flag for flag, value in shaping.items() if value is not None] + (
             ["--env"] if env else []
@@ -75,6 +80,8 @@ def spec_from_options(
         raise InputError(
             "--view-image and --flux-in-image: the image has Flux, so no view; drop one"
         )
+    if queue_policy and sched_simple:
+        raise InputError("--queue-policy is Fluxion's, and sched-simple has none: drop one")
     try:
         return minicluster_from_flags(
             list(command),
@@ -93,6 +100,8 @@ def spec_from_options(
             view_image=view_image,
             placement=placement,
             extra_flux_args=flux_words,
+            queue_policy=queue_policy,
+            simple_scheduler=sched_simple,
         )
     except InputError as err:  # the spec's, and the placement flags' own
         message = in_terms(str(err), _FLAG_OF)
@@ -109,6 +118,7 @@ _FLAG_OF = (
     ("spec.containers[0].environment", "--env"),
     ("spec.containers[0].resources.limits", "--gpu-resource"),
     ("spec.maxSize", "--max-size"),
+    ("spec.flux.scheduler.queuePolicy", "--queue-policy"),
     ("spec.size", "-N/--nodes"),
     ("spec: pod.securityProfile", "--security"),
     ("spec.metrics.namespaces", "--metrics-namespace"),
@@ -138,6 +148,8 @@ class JobFlags:
     cluster_domain: str
     flux_in_image: bool
     view_image: str | None
+    queue_policy: str | None
+    sched_simple: bool
     placement: Placement
     flux_options: JobOptions
 
@@ -164,6 +176,8 @@ class JobFlags:
             view_image=self.view_image,
             placement=self.placement,
             flux_words=words,
+            queue_policy=self.queue_policy,
+            sched_simple=self.sched_simple,
         )
 
     def note_local(self) -> None:
@@ -348,6 +362,17 @@ def job_options(func: Callable[..., int]) -> Callable[..., int]:
             metavar="IMAGE",
             help="The Flux view image, matching the image's OS and glibc (default: "
             "flux-view-ubuntu:tag-noble, Ubuntu 24.04; see the view image guide).",
+        ),
+        click.option(
+            "--queue-policy",
+            type=click.Choice(QUEUE_POLICIES),
+            help="Fluxion's queue policy (default: easy, so that a job larger than the brokers "
+            "up waits for them; fcfs fails it).",
+        ),
+        click.option(
+            "--sched-simple",
+            is_flag=True,
+            help="Schedule with Flux's own sched-simple instead of Fluxion.",
         ),
         *flux_job_options(),
         *placement_options(),

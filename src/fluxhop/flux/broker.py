@@ -8,6 +8,9 @@ wildcard, bind/connect present where the tree needs them) when it is built, so
 a bad value fails here with one line instead of in forty pods at boot.
 
 Only live tables are written: ``[archive]`` was removed in flux-core v0.68.
+The scheduler is chosen here too: Fluxion where it is installed (its modprobe
+entries outrank flux-core's), ``sched-simple`` when asked for, through
+flux-core 0.88's ``[modules] alternatives`` (no rc script to edit).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
 ]
 
 QUEUE_POLICIES = ("fcfs", "easy", "hybrid", "conservative")
+SCHEDULER_SERVICES = ("sched", "feasibility")
 VERIFY_KEYS = ("default", "hostname", "core", "gpu")
 VERIFY_MODES = ("strict", "allow-extra", "allow-missing", "ignore")
 # [resource.verify] for an R whose cores are process slots, not CPUs fluxhop
@@ -154,6 +158,8 @@ class BrokerConfig:
     resource_verify: Mapping[str, str] | None = None
     access: dict[str, bool] = field(default_factory=dict)
     queue_policy: str | None = None
+    simple_scheduler: bool = False
+    check_feasibility: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -191,6 +197,10 @@ class BrokerConfig:
             raise BrokerConfigError(
                 f"[sched-fluxion-qmanager] queue-policy {self.queue_policy!r} is not one of "
                 f"{', '.join(QUEUE_POLICIES)}"
+            )
+        if self.queue_policy is not None and self.simple_scheduler:
+            raise BrokerConfigError(
+                "[sched-fluxion-qmanager] queue-policy is Fluxion's; sched-simple has none"
             )
         if self.connect_timeout is not None:
             try:
@@ -308,6 +318,14 @@ class BrokerConfig:
             doc["access"] = dict(self.access)
         if self.queue_policy:
             doc["sched-fluxion-qmanager"] = {"queue-policy": self.queue_policy}
+        if self.simple_scheduler:
+            # sched-simple provides both services; Fluxion's modules, which
+            # would otherwise be chosen for them, are then not loaded at all.
+            doc["modules"] = {"alternatives": dict.fromkeys(SCHEDULER_SERVICES, "sched-simple")}
+        if self.check_feasibility:
+            # A job no size of this instance could run is refused at submit
+            # (Fluxion's satisfiability ignores which nodes are up).
+            doc["ingest"] = {"validator": {"plugins": ["jobspec", "feasibility"]}}
         return doc
 
     def to_toml(self) -> str:

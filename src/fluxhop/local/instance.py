@@ -44,6 +44,20 @@ WORKER_GRACE = 10.0  # seconds workers get to leave after rank 0 is done
 INHERITED = ("FLUX_URI", "FLUX_JOB_", "FLUX_TASK_", "FLUX_KVS_NAMESPACE", "PMI_", "PMIX_")
 
 
+def refuse_growth(spec: MiniCluster) -> None:
+    """A local instance starts all its brokers at once and is never resized:
+    a maxSize above its size would only list ranks that never come, and a
+    job asking for them would wait for ever."""
+    body = spec.spec
+    if body.max_nodes > body.size:
+        raise LocalError(
+            f"maxSize {body.max_nodes} does not apply to a local MiniCluster: all its "
+            "brokers start at once and it cannot be scaled; drop --max-size "
+            f"(spec.maxSize{' and spec.autoscale' if body.autoscale else ''}) or give "
+            f"-N {body.max_nodes}"
+        )
+
+
 class LocalInstance:
     """A MiniCluster as ``size`` brokers on 127.0.0.1.
 
@@ -159,6 +173,7 @@ class LocalInstance:
 
     def start(self) -> None:
         """Write the bundle and start every broker (rank 0 streams to stdout)."""
+        refuse_growth(self.spec)
         flux = find_flux(self.flux_arg)
         check_version(flux)
         self.started = time.monotonic()

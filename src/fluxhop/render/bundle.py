@@ -176,7 +176,9 @@ def build_bundle(
         connect_timeout=flux.connect_timeout or None,
         resource_path=f"{paths.config_dir}/R" if resources else f"{root}/run/R",
         access={"allow-guest-user": True, "allow-root-owner": True},
-        queue_policy=None if flux.scheduler.simple else (flux.scheduler.queue_policy or "fcfs"),
+        queue_policy=body.queue_policy,
+        simple_scheduler=flux.scheduler.simple,
+        check_feasibility=True,
         resource_verify=CORES_AS_SLOTS if cores_per_node else None,
     )
     lead = body.flux_container

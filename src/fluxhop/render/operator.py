@@ -129,6 +129,15 @@ def _job_shape(spec: MiniCluster, body: dict[str, Any]) -> None:
         flux["optionFlags"] = shlex.join(["--exclusive", *words])
 
 
+def _scheduling(spec: MiniCluster, body: dict[str, Any]) -> None:
+    """The queue policy fluxhop's own pods run with, written out: the
+    operator's default, fcfs, fails the jobs fluxhop keeps waiting for
+    brokers not up (MiniClusterSpec.queue_policy says why)."""
+    policy = spec.spec.queue_policy
+    if policy is not None:
+        _put(body, ("flux", "scheduler", "queuePolicy"), policy)
+
+
 def _check_services(body: dict[str, Any]) -> None:
     """The services fluxhop passes on unread (spec.services) still get the
     checks the API server and the kubelet would make of them: a list of
@@ -169,6 +178,7 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
     _leave_out(body)
     _queue(spec)
     _job_shape(spec, body)
+    _scheduling(spec, body)
     meta: dict[str, Any] = {
         "name": spec.name,
         "namespace": spec.namespace,

@@ -52,6 +52,7 @@ def minicluster_from_flags(
     view_image: str | None = None,
     flux_in_image: bool = False,
     queue_policy: str | None = None,
+    simple_scheduler: bool = False,
     extra_flux_args: Sequence[str] = (),
     placement: Placement | None = None,
 ) -> MiniCluster:
@@ -119,8 +120,13 @@ def minicluster_from_flags(
         flux["optionFlags"] = shlex.join(flags)
     if view_image or flux_in_image:
         flux["container"] = {"image": view_image} if view_image else {"disable": True}
+    scheduler: dict[str, object] = {}
+    if simple_scheduler:
+        scheduler["simple"] = True
     if queue_policy:
-        flux["scheduler"] = {"queuePolicy": queue_policy}
+        scheduler["queuePolicy"] = queue_policy
+    if scheduler:
+        flux["scheduler"] = scheduler
     spec: dict[str, object] = {
         "size": nodes,
         "tasks": ntasks,

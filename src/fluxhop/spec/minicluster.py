@@ -67,6 +67,7 @@ from fluxhop.spec.views import view_problem
 __all__ = [
     "API_VERSION",
     "DEFAULT_APP_IMAGE",
+    "DEFAULT_QUEUE_POLICY",
     "DEFAULT_VIEW_IMAGE",
     "Capabilities",
     "Commands",
@@ -91,6 +92,7 @@ __all__ = [
 ]
 
 API_VERSION = "flux-framework.org/v1alpha2"
+DEFAULT_QUEUE_POLICY = "easy"  # MiniClusterSpec.queue_policy says why
 
 
 class MiniClusterSpec(Model):
@@ -198,6 +200,48 @@ class MiniClusterSpec(Model):
     def max_nodes(self) -> int:
         """Hosts written into the broker config and R: maxSize, else size."""
         return self.max_size or self.size
+
+    @property
+    def elastic(self) -> bool:
+        """Whether jobs may be submitted while some of the instance's ranks are
+        not up: it can grow (maxSize above size) or starts before all have
+        joined (minSize below size)."""
+        partial_start = self.min_size is not None and self.min_size < self.size
+        return self.max_nodes > self.size or partial_start
+
+    @property
+    def queue_policy(self) -> str | None:
+        """Fluxion's queue policy: the one asked for, else ``easy``; None under
+        sched-simple. Not Fluxion's own default, fcfs: a MiniCluster's ranks
+        are pods that restart and rejoin, and those beyond ``size`` come only
+        with a scale-up, and under fcfs Fluxion fails a job larger than the
+        nodes up at that moment (unsatisfiable: it counts only the nodes up),
+        where easy, as sched-simple does, keeps it waiting for them."""
+        scheduler = self.flux.scheduler
+        if scheduler.simple:
+            return None
+        return scheduler.queue_policy or DEFAULT_QUEUE_POLICY
+
+    @model_validator(mode="after")
+    def _jobs_can_wait(self) -> MiniClusterSpec:
+        """An elastic MiniCluster under Fluxion's fcfs fails the jobs that should
+        wait for its ranks: refused with autoscale (whose growth such jobs
+        would ask for), said once otherwise."""
+        if self.queue_policy != "fcfs" or not self.elastic:
+            return self
+        fix = "use easy (fluxhop's default), hybrid or conservative, or flux.scheduler.simple"
+        if self.autoscale is not None:
+            raise ValueError(
+                "flux.scheduler.queuePolicy fcfs cannot autoscale: Fluxion fails a job larger "
+                f"than the nodes up instead of letting it wait for the growth; {fix}"
+            )
+        warnings.warn(
+            "flux.scheduler.queuePolicy fcfs: Fluxion fails a job larger than the nodes up "
+            f"(unsatisfiable) instead of letting it wait for the MiniCluster's other ranks; {fix}",
+            FluxhopWarning,
+            stacklevel=2,
+        )
+        return self
 
 
 class Metadata(Model):

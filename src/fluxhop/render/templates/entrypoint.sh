@@ -101,6 +101,16 @@ find_flux() {
     fi
 }
 
+configure_fluxion() {
+    # Fluxion's modprobe entries load its resource modules with
+    # load-allowlist=node,core,gpu, which the reader of an R without a
+    # scheduling key (rv1exec: what fluxhop writes) does not support, so both
+    # modules warn at every start. Empty options (flux-core's modprobe takes
+    # them as no arguments) leave them nothing to warn about; options the
+    # user set are kept.
+    export FLUXION_RESOURCE_OPTIONS="${FLUXION_RESOURCE_OPTIONS-}"
+}
+
 install_cert() {
     # Flux refuses a certificate that group or others can read, and the copy
     # must belong to whoever runs the broker: make a private copy.
@@ -254,6 +264,7 @@ main() {
 
     mkdir -p "$runtime/broker" "$runtime/state"
     find_flux
+    configure_fluxion
     install_cert
     write_resources
     broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$runtime/state")
