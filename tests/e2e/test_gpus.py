@@ -1,7 +1,8 @@
 """GPUs reach the tasks, on real Flux: R declares the pods' GPUs (Flux does not
 probe for them here, which is how this runs on machines without GPUs), and
 every task of the job rank 0 runs sees GPUs - never the ``-1`` that
-flux-core's shell sets for a job that was allocated none."""
+flux-core's shell sets for a job that was allocated none. Under Fluxion and
+under sched-simple: both allocate the GPUs R declares."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from fluxhop.trainer import build
 from tests.e2e.test_front_doors import lammps_trainjob, with_view_from_host
 from tests.e2e.test_minicluster import spec
 from tests.realflux import flux_prefix
+from tests.realflux.schedulers import FLUXION, Scheduler
 from tests.trainer.conftest import flux_runtime
 
 SHOW = ["sh", "-c", 'echo "$(hostname) ${CUDA_VISIBLE_DEVICES-unset}"']
@@ -32,24 +34,28 @@ def gpus_by_host(lines: list[str]) -> dict[str, list[str]]:
     return {host: sorted(devices) for host, devices in seen.items()}
 
 
-def gpu_spec(gpus: int, tasks_per_node: int, *option_flags: str):
-    fields: dict = {
-        "tasks": 2 * tasks_per_node,
-        "container": {"resources": {"limits": {"nvidia.com/gpu": gpus}}},
-    }
+def gpu_spec(gpus: int, tasks_per_node: int, *option_flags: str, scheduler: Scheduler = FLUXION):
+    flux: dict = {"container": {"disable": True}}
     if option_flags:
-        fields["flux"] = {"container": {"disable": True}, "optionFlags": " ".join(option_flags)}
-    return spec(SHOW, size=2, **fields)
+        flux["optionFlags"] = " ".join(option_flags)
+    return spec(
+        SHOW,
+        size=2,
+        tasks=2 * tasks_per_node,
+        container={"resources": {"limits": {"nvidia.com/gpu": gpus}}},
+        flux=scheduler.flux(**flux),
+    )
 
 
-def test_one_gpu_per_node_two_tasks_per_node_every_task_sees_it(simulate):
-    done = simulate(render(gpu_spec(1, 2), "job")).run()
+def test_one_gpu_per_node_two_tasks_per_node_every_task_sees_it(simulate, scheduler):
+    done = simulate(render(gpu_spec(1, 2, scheduler=scheduler), "job")).run()
     assert done.code == 0, done.explain()
     assert gpus_by_host(done.lead_lines()) == {"e2e-0": ["0", "0"], "e2e-1": ["0", "0"]}
 
 
-def test_gpu_affinity_per_task_splits_a_nodes_gpus(simulate):
-    done = simulate(render(gpu_spec(2, 2, "-o", "gpu-affinity=per-task"), "job")).run()
+def test_gpu_affinity_per_task_splits_a_nodes_gpus(simulate, scheduler):
+    flags = ("-o", "gpu-affinity=per-task")
+    done = simulate(render(gpu_spec(2, 2, *flags, scheduler=scheduler), "job")).run()
     assert done.code == 0, done.explain()
     assert gpus_by_host(done.lead_lines()) == {"e2e-0": ["0", "1"], "e2e-1": ["0", "1"]}
 

@@ -38,8 +38,10 @@ def spec(command: list[str] | None, *, size: int = 4, **fields) -> MiniCluster:
     ("target", "hosts"),
     [("job", "e2e-{}"), ("jobset", "e2e-node-0-{}")],
 )
-def test_hostname_on_four_ranks(simulate, target, hosts):
-    done = simulate(render(spec(["hostname"]), target)).run()
+def test_hostname_on_four_ranks(simulate, target, hosts, scheduler):
+    """One task per rank, each on a node of its own (fluxhop's --exclusive)."""
+    flux = scheduler.flux(container={"disable": True})
+    done = simulate(render(spec(["hostname"], flux=flux), target)).run()
     assert done.code == 0, done.explain()
     assert sorted(done.lead_lines()) == [hosts.format(i) for i in range(4)]
 

@@ -2,7 +2,9 @@
 of size 1 and maxSize 4 grows to 4 for a job that needs 4 nodes, which then
 runs and completes; idle, it is drained and shrunk back to 1, the drained
 ranks leaving cleanly; a job running on rank 3 when the delay has passed
-keeps running until it ends, and only then the shrink happens.
+keeps running until it ends, and only then the shrink happens. Under
+Fluxion (easy, fluxhop's choice for a MiniCluster that can grow) and under
+sched-simple: the job waits for the growth under both.
 
 ``fluxhop autoscale --once`` makes one decision per call, so the test steps
 the policy itself. The MiniCluster is made from a file whose spec.autoscale
@@ -19,6 +21,7 @@ import pytest
 import yaml
 
 from tests.documents import minicluster_doc
+from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
@@ -27,6 +30,8 @@ NAME = "grow"
 
 
 class Grow(InNamespace):
+    scheduler: Scheduler
+
     def step(self) -> str:
         return self.checked("autoscale", NAME, "--once").strip()
 
@@ -41,18 +46,22 @@ class Grow(InNamespace):
 
 
 @pytest.fixture(scope="module")
-def grow(cluster: LocalCluster) -> Iterator[Grow]:
+def grow(cluster: LocalCluster, scheduler: Scheduler) -> Iterator[Grow]:
     with scratch_namespace(cluster) as (admin, namespace):
-        yield Grow(cluster, admin, namespace)
+        grow = Grow(cluster, admin, namespace)
+        grow.scheduler = scheduler
+        yield grow
 
 
 def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow, tmp_path: Path):
     spec = minicluster_doc(NAME, size=1, maxSize=4, interactive=True,
                            autoscale={"scaleDownDelaySeconds": 0},
-                           flux={"container": {"disable": True}}, containers=[{"image": "host"}])  # fmt: skip
+                           flux=grow.scheduler.flux(container={"disable": True}),
+                           containers=[{"image": "host"}])  # fmt: skip
     (tmp_path / "grow.yaml").write_text(yaml.safe_dump(spec))
     grow.checked("create", "-f", str(tmp_path / "grow.yaml"))
     eventually("rank 0 online", lambda: grow.online(NAME) == 1, timeout=120)
+    assert grow.scheduler.loaded(grow.flux("module", "list"))
     jobid = grow.checked("submit", NAME, "-N", "4", "--", "hostname").strip()
     eventually("the job pending", lambda: grow.state(jobid) == "SCHED")
     assert "size 1 -> 4" in grow.step()

@@ -8,9 +8,9 @@ is not on this machine, its command replaced by the same kind of program
 MPI); the header's own commands are run as a user would type them, with the
 waits a person does between them.
 
-What cannot run here is skipped with the reason: GPUs (none), Fluxion
-(flux-sched is not installed with the flux-core here), rabbits (none), the
-OSU benchmarks (not packaged by Debian)."""
+What cannot run here is skipped with the reason: GPUs (none), rabbits
+(none), the OSU benchmarks (not packaged by Debian); Fluxion's example where
+the flux-core found has no Fluxion beside it."""
 
 from __future__ import annotations
 
@@ -27,13 +27,14 @@ import pytest
 import yaml
 
 from tests.examples.gallery import EXAMPLES, Example, read
+from tests.realflux import missing_fluxion
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cleanup import RUN_DIR
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.mpi import FLAVOURS, build
 from tests.realk8s.mpi import read as read_mpi
 from tests.realk8s.test_apply import PATHS, collection
-from tests.realk8s.test_mpi import MPICH_FINALIZE
+from tests.realk8s.test_mpi import MPICH_FINALIZE, MPICH_HANG_LIMIT
 from tests.realk8s.test_operator import (  # noqa: F401  (fixtures)
     MINICLUSTERS,
     Operator,
@@ -189,12 +190,12 @@ def test_the_mpi_hello_example_runs_across_pods(
     """The example's pods and ranks (4 x 2) and its own option flags (``-o
     mpi=openmpi@5`` for Open MPI), the MPI matrix's program for its command
     (it says where each rank runs and checks an allreduce and messages
-    between pods), and a time limit of 90 s for the known MPICH hang."""
+    between pods), and the MPI matrix's time limit for the known MPICH hang."""
     if flavour not in programs:
         pytest.skip(FLAVOURS[flavour].missing() or flavour)
     example = read(EXAMPLE[f"mpi-hello-{flavour}.yaml"])
     (document,) = example.documents
-    flags = document["spec"]["flux"]["optionFlags"].replace("-t 10m", "-t 90s")
+    flags = document["spec"]["flux"]["optionFlags"].replace("-t 10m", f"-t {MPICH_HANG_LIMIT}")
     copy = on_this_machine(example, tmp_path, flux={"container": {"disable": True},
                                                     "optionFlags": flags})  # fmt: skip
     changed = yaml.safe_load(copy.read_text())
@@ -212,13 +213,44 @@ def test_the_mpi_hello_example_runs_across_pods(
     assert result.finalized and done.returncode == 0, context
 
 
-def test_fluxion_with_its_queue_policy(needs_flux: Path):
-    modules = list(needs_flux.glob("lib/flux/modules/sched-fluxion-*")) + list(
-        needs_flux.glob("lib/flux/modules/sched/sched-fluxion-*")
-    )
-    if not modules:
-        pytest.skip(f"Fluxion (flux-sched) is not installed with the flux-core at {needs_flux}")
-    pytest.fail("Fluxion is installed here: run examples/fluxion-queue-policy.yaml")
+def test_fluxion_backfills_as_its_header_says(
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, needs_flux: Path
+):
+    """``easy`` in effect: with two nodes held, the four one-node jobs
+    submitted after a four-node one all run and finish while it still waits
+    (under fcfs they would wait behind it), and Fluxion says its policy."""
+    if missing_fluxion():
+        pytest.skip(missing_fluxion())
+    example = read(EXAMPLE["fluxion-queue-policy.yaml"])
+    ids: list[list[str]] = []
+
+    def flux(*args: str) -> str:
+        done = fluxhop(cluster, "proxy", "--namespace", namespace, "fluxion", "flux", *args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def created(result: subprocess.CompletedProcess[str]) -> None:
+        stats = json.loads(flux("module", "stats", "sched-fluxion-qmanager"))
+        assert stats["queues"]["default"]["policy"] == "easy"
+
+    def submitted(result: subprocess.CompletedProcess[str]) -> None:
+        ids.append(result.stdout.split())
+        if len(ids) < 3:
+            return
+        (held,), (big,), small = ids
+
+        def small_done() -> bool:
+            return set(flux("jobs", "-no", "{state}", *small).split()) == {"INACTIVE"}
+
+        eventually("the small jobs done", small_done, 180)
+        assert flux("jobs", "-no", "{state}", big).strip() == "SCHED"
+        assert flux("jobs", "-no", "{state}", held).strip() == "RUN"
+
+    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+                {"create": created, "submit": submitted})  # fmt: skip
+    assert [verb for _, verb in ran] == ["create", "submit", "submit", "submit", "jobs", "delete"]
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    eventually("the pods gone", lambda: not admin.get(pods)["items"], 120)
 
 
 def test_the_operator_runs_the_example_as_its_header_says(

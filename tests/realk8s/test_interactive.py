@@ -1,8 +1,10 @@
 """An interactive MiniCluster on the real cluster, with real Flux: ``create``,
 then the verbs that work inside it (``submit --cc``, ``jobs``, ``status``,
 ``attach``, ``logs -f``, ``shell``, ``proxy``), ``scale`` within maxSize (a new
-broker joins and Flux sees it) and ``delete``. The tests run in file order on
-one MiniCluster, as a user would go through them."""
+broker joins and Flux sees it; a job for all the brokers, submitted before the
+new one is up, waits for it) and ``delete``. The tests run in file order on
+one MiniCluster, as a user would go through them, under Fluxion and under
+sched-simple."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import (
     FLUXHOP,
@@ -27,21 +30,27 @@ NAME = "work"
 
 
 class Work(InNamespace):
+    scheduler: Scheduler
+
     def online(self) -> int:
         return super().online(NAME)
 
 
 @pytest.fixture(scope="module")
-def work(cluster: LocalCluster, needs_flux) -> Iterator[Work]:
+def work(cluster: LocalCluster, needs_flux, scheduler: Scheduler) -> Iterator[Work]:
     with scratch_namespace(cluster) as (admin, namespace):
-        yield Work(cluster, admin, namespace)
+        work = Work(cluster, admin, namespace)
+        work.scheduler = scheduler
+        yield work
 
 
 def test_create_waits_for_an_instance_that_stays(work: Work):
+    chosen = ["--sched-simple"] if work.scheduler.simple else []
     done = work.fluxhop("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
-                        "--image", "host", timeout=240)  # fmt: skip
+                        "--image", "host", *chosen, timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr
     eventually("both brokers online", lambda: work.online() == 2, timeout=120)
+    assert work.scheduler.loaded(work.checked("proxy", NAME, "flux", "module", "list"))
     listed = work.fluxhop("list")
     assert NAME in listed.stdout and "Running" in listed.stdout, listed.stdout
 
@@ -114,9 +123,21 @@ def test_proxy_runs_a_local_flux_command_inside(work: Work):
 def test_scale_adds_a_broker_that_flux_sees(work: Work):
     done = work.fluxhop("scale", NAME, "--size", "3")
     assert done.returncode == 0, done.stderr
+    # submitted before the new broker is up, a job for all three waits for it
+    jobid = work.checked("submit", NAME, "-N", "3", "--", "hostname").strip()
     eventually("a third broker online", lambda: work.online() == 3, timeout=180)
+    work.checked("proxy", NAME, "flux", "job", "wait-event", "-t", "120", jobid, "clean")
+    result = work.checked("proxy", NAME, "flux", "jobs", "-no", "{result} {nnodes}", jobid)
+    assert result.split() == ["COMPLETED", "3"]
     refused = work.fluxhop("scale", NAME, "--size", "4")
     assert refused.returncode != 0 and "maxSize 3" in refused.stderr
+
+
+def test_a_job_larger_than_max_size_is_refused_at_submit(work: Work):
+    done = work.fluxhop("submit", NAME, "-N", "4", "--", "hostname")
+    assert done.returncode != 0 and done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert "nsatisfiable" in line, line
 
 
 def test_delete_removes_everything(work: Work):

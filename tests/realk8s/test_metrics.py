@@ -2,7 +2,8 @@
 default there), scraped on the real cluster from rank 0's pod at each step -
 idle, a job pending for a node that is not up (maxSize 3, size 2), a job
 running, jobs canceled - equal what ``flux resource list`` and ``flux jobs``
-say inside the same instance, and parse as Prometheus text."""
+say inside the same instance, and parse as Prometheus text; under Fluxion
+and under sched-simple."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
@@ -78,15 +80,18 @@ class Watched(InNamespace):
 
 
 @pytest.fixture(scope="module")
-def watched(cluster: LocalCluster) -> Iterator[Watched]:
+def watched(cluster: LocalCluster, scheduler: Scheduler) -> Iterator[Watched]:
+    """A namespace per scheduler."""
     with scratch_namespace(cluster) as (admin, namespace):
         yield Watched(cluster, admin, namespace)
 
 
-def test_the_numbers_follow_the_queue(watched: Watched):
+def test_the_numbers_follow_the_queue(watched: Watched, scheduler: Scheduler):
+    chosen = ["--sched-simple"] if scheduler.simple else []
     watched.checked("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
-                    "--image", "host")  # fmt: skip
+                    "--image", "host", *chosen)  # fmt: skip
     eventually("metrics served", lambda: watched.online() == 2, timeout=180)
+    assert scheduler.loaded("\n".join(watched.flux("module", "list")))
     watched.agree()  # idle: 2 nodes free, rank 2 down
     assert watched.scrape()[("flux_nodes", (("state", "down"),))] == 1
 

@@ -8,7 +8,8 @@ A MiniCluster resource of size 1 and maxSize 4 grows to 4 for a job that
 needs 4 nodes, which runs and completes; idle past the delay it is drained
 and shrunk back to 1, the drained ranks leaving cleanly; a job running on
 rank 3 when the delay has passed keeps running until it ends, and then the
-shrink happens. Decisions are events and status.autoscale."""
+shrink happens. Decisions are events and status.autoscale. Under Fluxion
+and under sched-simple (the job waits for the growth under both)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from fluxhop.cluster.api import Kube
 from fluxhop.cluster.podexec import pod_exec
 from fluxhop.workload.status import running_lead
 from tests.documents import minicluster_doc
+from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.test_operator import MINICLUSTERS, Operator, condition, deployed  # noqa: F401
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
@@ -33,6 +35,7 @@ NAME, DELAY = "grow", 10  # long enough for the test's own commands between jobs
 
 class Scaled(InNamespace):
     operator: Operator
+    scheduler: Scheduler
 
     def flux(self, *args: str) -> str:
         return self.checked("proxy", NAME, "flux", *args)
@@ -64,7 +67,12 @@ class Scaled(InNamespace):
 
 
 @pytest.fixture(scope="module")
-def scaled(cluster: LocalCluster, deployed: Path, tmp_path_factory) -> Iterator[Scaled]:  # noqa: F811
+def scaled(
+    cluster: LocalCluster,
+    deployed: Path,  # noqa: F811
+    tmp_path_factory,
+    scheduler: Scheduler,
+) -> Iterator[Scaled]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     with scratch_namespace(cluster) as (admin, namespace):
         running = Operator(cluster, deployed, namespace, log, "--autoscale-interval", "0.5",
@@ -72,6 +80,7 @@ def scaled(cluster: LocalCluster, deployed: Path, tmp_path_factory) -> Iterator[
         try:
             scaled = Scaled(cluster, admin, namespace)
             scaled.operator = running
+            scaled.scheduler = scheduler
             yield scaled
         finally:
             running.stop()
@@ -80,10 +89,12 @@ def scaled(cluster: LocalCluster, deployed: Path, tmp_path_factory) -> Iterator[
 def test_it_grows_for_a_job_that_needs_four_nodes(scaled: Scaled):
     doc = minicluster_doc(NAME, size=1, maxSize=4, interactive=True,
                           autoscale={"scaleDownDelaySeconds": DELAY},
-                          flux={"container": {"disable": True}}, containers=[{"image": "host"}])  # fmt: skip
+                          flux=scaled.scheduler.flux(container={"disable": True}),
+                          containers=[{"image": "host"}])  # fmt: skip
     scaled.admin.create(MINICLUSTERS.format(scaled.namespace), doc)
     scaled.until("Ready", lambda: condition(scaled.resource(), "Ready").get("status") == "True")
     scaled.until("rank 0 online", lambda: scaled.online(NAME) == 1)
+    assert scaled.scheduler.loaded(scaled.flux("module", "list"))
     assert scaled.decision()["desiredSize"] == 1  # looking already, at minSize
     jobid = scaled.checked("submit", NAME, "-N", "4", "--", "hostname").strip()
     scaled.until("the job ran", lambda: scaled.state(jobid) == "INACTIVE")

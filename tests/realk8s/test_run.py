@@ -5,6 +5,7 @@ the children once fluxhop deletes the root)."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 
@@ -48,6 +49,10 @@ def test_four_ranks_print_four_host_names(
     done = run(cluster, namespace, "-N", "4", "--name", "four", *extra, "--", "hostname")
     assert done.returncode == 0, done.stderr
     assert sorted(output(done.stdout)) == ["four-0", "four-1", "four-2", "four-3"]
+    # the brokers' log lines come along; none is a warning or worse (Fluxion's
+    # start-up once warned here, in every MiniCluster)
+    said = (done.stdout + done.stderr).splitlines()
+    assert [line for line in said if re.match(r"<[0-4]>", line)] == [], done.stdout
     eventually("the MiniCluster's objects gone", lambda: leftovers(admin, namespace) == [])
 
 

@@ -40,6 +40,16 @@ noverify = true
 [policy.jobspec.defaults.system]
 queue = "batch"
 """
+# the scheduler as fluxhop's broker config sets it (flux/broker.py)
+FLUXION = """
+[sched-fluxion-qmanager]
+queue-policy = "easy"
+"""
+SCHED_SIMPLE = """
+[modules.alternatives]
+sched = "sched-simple"
+feasibility = "sched-simple"
+"""
 
 
 def flux_binary() -> str:
@@ -61,9 +71,11 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60) -> 
 class Instance:
     """``flux start --test-size=N`` with fake hosts fake[0-N), 4 cores and
     2 GPUs each (a configured R, not verified), queues batch and debug; the
-    instance outlives a broker that leaves (--test-exit-mode=leader)."""
+    instance outlives a broker that leaves (--test-exit-mode=leader). Its
+    scheduler is Fluxion (where installed) with fluxhop's queue policy, or
+    sched-simple with ``simple``."""
 
-    def __init__(self, size: int = 2) -> None:
+    def __init__(self, size: int = 2, *, simple: bool = False) -> None:
         self.flux = flux_binary()
         self.tmp = Path(tempfile.mkdtemp(prefix="fh-", dir="/tmp"))  # short socket paths
         hosts = f"fake[0-{size - 1}]"
@@ -77,7 +89,8 @@ class Instance:
         (self.tmp / "R.json").write_text(R)
         conf = self.tmp / "conf"
         conf.mkdir()
-        (conf / "test.toml").write_text(CONFIG.format(R=self.tmp / "R.json"))
+        config = CONFIG.format(R=self.tmp / "R.json") + (SCHED_SIMPLE if simple else FLUXION)
+        (conf / "test.toml").write_text(config)
         test = [f"--test-size={size}", f"--test-hosts={hosts}", "--test-exit-mode=leader"]
         shell = ["sh", "-c", 'echo "$FLUX_URI"; exec sleep 3600']
         self.process = subprocess.Popen(

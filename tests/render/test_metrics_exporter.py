@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.realflux import missing_flux
+from tests.realflux.schedulers import Scheduler
 from tests.render.fluxmetrics import (
     EXPORTER,
     Instance,
@@ -31,8 +32,8 @@ needs_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux(
 
 
 @pytest.fixture
-def flux() -> Iterator[Instance]:
-    instance = Instance(size=2)
+def flux(scheduler: Scheduler) -> Iterator[Instance]:
+    instance = Instance(size=2, simple=scheduler.simple)
     yield instance
     instance.stop()
 
@@ -78,11 +79,13 @@ def test_the_numbers_are_the_flux_commands_at_each_step(flux):
     flux("resource", "drain", "0-1", "metrics test")
     numbers = same()
     assert numbers["nodes_drain"] == {"drained": 1, "draining": 1}
-    flux("resource", "undrain", "0")
+    busy = flux("jobs", "-no", "{ranks}", running).strip()  # the scheduler's choice
+    idle = "1" if busy == "0" else "0"
+    flux("resource", "undrain", busy)
     numbers = same()
     assert numbers["nodes_drain"] == {"drained": 1, "draining": 0}
 
-    # rank 1 drained: two nodes cannot be had; rank 0 has one GPU left, not two
+    # the idle rank drained: two nodes cannot be had; the busy one has one GPU left, not two
     # (more nodes than exist would not wait: sched-simple fails it, unsatisfiable)
     wide = flux.submit("--queue=debug", "-N2", "hostname")
     gpus = flux.submit("--queue=debug", "-n1", "-g2", "true")
@@ -94,7 +97,7 @@ def test_the_numbers_are_the_flux_commands_at_each_step(flux):
     assert numbers["queue_jobs"]["debug"]["sched"] == 2
 
     flux("cancel", wide, gpus, held, running)
-    flux("resource", "undrain", "1")
+    flux("resource", "undrain", idle)
     done = [flux.submit("hostname"), flux.submit("false"), flux.submit("-t", "1s", "sleep", "60")]
     for jobid in [wide, gpus, held, running, *done]:
         flux.wait_state(jobid, "INACTIVE")
