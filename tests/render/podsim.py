@@ -123,6 +123,9 @@ FAKE_FLUX = textwrap.dedent(
             time.sleep(0.02)
         print(json.dumps({"version": 1, "execution": {"R_lite": [], "fake": args}}))
         sys.exit(0)
+    if cmd == "python":  # the wait for the RUN state (local/instance.py): up already
+        record()
+        sys.exit(0)
     if cmd == "proxy":  # as flux proxy does: the words joined, run by $SHELL -c
         record()
         shell = os.environ.get("SHELL", "/bin/sh")

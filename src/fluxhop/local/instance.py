@@ -41,6 +41,9 @@ OUTPUT_FILE = "output.log"  # a detached rank 0's stdout (the job's output)
 
 SHOWN_LINES = 8
 WORKER_GRACE = 10.0  # seconds workers get to leave after rank 0 is done
+# Answered once the broker is in its RUN state. (flux proxy waits for that
+# only when it reconnects: a job submitted after it could find no job-ingest.)
+WAIT_RUNNING = "import flux; flux.Flux().rpc('state-machine.wait').get()"
 INHERITED = ("FLUX_URI", "FLUX_JOB_", "FLUX_TASK_", "FLUX_KVS_NAMESPACE", "PMI_", "PMIX_")
 
 
@@ -320,14 +323,15 @@ class LocalInstance:
         return self.uri
 
     def wait_running(self) -> str:
-        """Wait until rank 0 takes jobs (its broker in RUN state, rc1 done:
-        `flux proxy` waits for that with the state-machine.wait RPC); its URI."""
+        """Wait until rank 0 takes jobs (its broker in RUN state: rc1 has
+        loaded job-ingest and the scheduler); its URI."""
         uri = self.wait_ready()
         flux = find_flux(self.flux_arg)
         env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED)}
+        env["FLUX_URI"] = uri
         try:
             result = subprocess.run(
-                [flux, "proxy", uri, "true"],
+                [flux, "python", "-c", WAIT_RUNNING],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -342,7 +346,7 @@ class LocalInstance:
             if code is not None:
                 raise self._failure(lead, code)
             raise LocalError(
-                f"MiniCluster {self.name} did not come up: flux proxy {uri}: "
+                f"MiniCluster {self.name} did not come up: {uri}: "
                 + (result.stderr.strip().splitlines() or ["failed"])[-1]
             )
         return uri
