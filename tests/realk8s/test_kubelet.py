@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+import uuid
+from pathlib import Path
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
@@ -227,11 +229,18 @@ def test_a_kubelet_may_not_touch_another_nodes_pods(
 def test_job_controller_counts_what_the_kubelet_reports(
     cluster: LocalCluster, admin: Api, namespace: str
 ):
+    """Indexes 0 and 1 succeed; index 2 fails once the Job counts both (it
+    waits for the test's mark: otherwise, on a busy machine, it can fail
+    first, and the Job controller then ends the others as failed)."""
+    mark = Path("/run") / f"fluxhop-job-{uuid.uuid4().hex[:8]}"  # the host is every pod's image
+    script = (
+        f"[ $JOB_COMPLETION_INDEX != 2 ] || {{ until [ -e {mark} ]; do sleep 0.1; done; exit 1; }}"
+    )
     job = {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
         "spec": {"completionMode": "Indexed", "completions": 3, "parallelism": 3, "backoffLimit": 0,
                  "template": {"spec": {"restartPolicy": "Never", "containers": [
-                     {"name": "c", "image": "host", "command": ["sh", "-c", "exit $((JOB_COMPLETION_INDEX == 2))"]}]}}},
+                     {"name": "c", "image": "host", "command": ["sh", "-c", script]}]}}},
     }  # fmt: skip
     admin.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs/j"
@@ -247,7 +256,14 @@ def test_job_controller_counts_what_the_kubelet_reports(
             None,
         )
 
-    condition = eventually("the Job finished", finished)
+    try:
+        eventually(
+            "indexes 0 and 1 counted", lambda: admin.get(path)["status"].get("succeeded") == 2
+        )
+        mark.touch()
+        condition = eventually("the Job finished", finished)
+    finally:
+        mark.unlink(missing_ok=True)
     assert condition["type"] == "Failed" and condition["reason"] == "BackoffLimitExceeded"
     status = admin.get(path)["status"]
     assert (status.get("succeeded"), status.get("failed"), status.get("completedIndexes")) == (
