@@ -232,12 +232,19 @@ class LocalCluster:
     def images(self) -> dict[str, dict[str, str]]:
         """Image stand-ins: a Flux view image (Kubeflow Trainer's flux plugin
         copies its /opt/views/._view/* and /opt/software into the pod) made of
-        the flux-core the pods get, where there is one."""
+        the flux-core the pods get, where there is one; /opt/view is the view
+        too, as the image's link makes it (the plugin's init script makes
+        /opt/view/bin: without it, that landed on this machine's /opt)."""
         if self.flux_prefix is None:
             return {}
         software = self.workdir / "images" / "empty-software"
         software.mkdir(parents=True, exist_ok=True)
-        view = {"/opt/views/._view/fluxhop": str(self.flux_prefix), "/opt/software": str(software)}
+        prefix = str(self.flux_prefix)
+        view = {
+            "/opt/views/._view/fluxhop": prefix,
+            "/opt/view": prefix,
+            "/opt/software": str(software),
+        }
         return {image: view for image in FLUX_VIEW_IMAGES}
 
     def _kubelet(self, index: int, spec: NodeSpec) -> None:

@@ -95,7 +95,8 @@ def test_it_grows_for_a_job_that_needs_four_nodes(scaled: Scaled):
     scaled.until("Ready", lambda: condition(scaled.resource(), "Ready").get("status") == "True")
     scaled.until("rank 0 online", lambda: scaled.online(NAME) == 1)
     assert scaled.scheduler.loaded(scaled.flux("module", "list"))
-    assert scaled.decision()["desiredSize"] == 1  # looking already, at minSize
+    # it looks on its own timer once rank 0's metrics answer: wait for the first look
+    scaled.until("looking, at minSize", lambda: scaled.decision().get("desiredSize") == 1)
     jobid = scaled.checked("submit", NAME, "-N", "4", "--", "hostname").strip()
     scaled.until("the job ran", lambda: scaled.state(jobid) == "INACTIVE")
     assert scaled.flux("jobs", "-no", "{result} {nnodes}", jobid).split() == ["COMPLETED", "4"]
