@@ -6,6 +6,9 @@ repository and is a no-op when its cache is current:
 * ``realk8s``: the test cluster and the controllers beside it, from Go
   modules (``tests/realk8s/build.py``), into ``~/.cache/fluxhop/realk8s``
   (``FLUXHOP_REALK8S_CACHE`` moves it);
+* ``peers``: the Flux Operator from a copy of
+  ``../shared/upstream/flux-operator`` (``tests/peers/build.py``), into
+  ``~/.cache/fluxhop/peers`` (``FLUXHOP_PEERS_CACHE`` moves it);
 * ``flux``: flux-core and Fluxion from ``../shared/upstream/flux``
   (``tests/realflux/build.py``), into ``/var/cache/fluxhop/flux`` as root
   (where the pods of the real tiers can see it), ``~/.cache/fluxhop/flux``
@@ -13,7 +16,8 @@ repository and is a no-op when its cache is current:
 
 First the Debian packages every part and the tests need are installed, in
 one apt-get (root only; otherwise one line names them): Flux's build
-dependencies and the MPI flavours of the MPI matrix. Then the parts run at
+dependencies (libczmq among them, which the Flux Operator links too) and
+the MPI flavours of the MPI matrix. Then the parts run at
 once, each as its own process: a cold build spends much of its time in
 single-threaded steps (Go's links and module downloads, Flux's autogen and
 configure), so two builds side by side keep both cores busy. Each part's
@@ -29,12 +33,14 @@ import threading
 import time
 
 from tests import debian
+from tests.peers import PEERS
 from tests.realflux.build import DEBIAN_PACKAGES as FLUX_PACKAGES
 from tests.realk8s.mpi import FLAVOURS
 
 PARTS = {
     "realk8s": "tests.realk8s.build",
     "flux": "tests.realflux.build",
+    "peers": "tests.peers.build",
 }
 
 
@@ -42,7 +48,8 @@ def packages() -> list[str]:
     """What the builds and the tests need of Debian: Flux's build, and the MPI
     flavours the MPI matrix compiles its program with."""
     mpi = [name for flavour in FLAVOURS.values() for name in flavour.packages.split()]
-    return [*FLUX_PACKAGES, *mpi]
+    peers = [name for peer in PEERS.values() for name in peer.debian]
+    return list(dict.fromkeys([*FLUX_PACKAGES, *mpi, *peers]))
 
 
 def install_packages() -> None:

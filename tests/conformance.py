@@ -25,6 +25,14 @@ def _conformance_dir() -> Path:
 
 
 CONFORMANCE = _conformance_dir()
+UPSTREAM_VARIABLE = "FLUXHOP_UPSTREAM"
+
+
+def upstream(name: str) -> Path:
+    """``../shared/upstream/<name>``: a peer's source to build, never to copy
+    (``FLUXHOP_UPSTREAM`` names another upstream/)."""
+    named = os.environ.get(UPSTREAM_VARIABLE)
+    return (Path(named) if named else REPO.parent / "shared" / "upstream") / name
 
 
 def load_vectors(relative: str) -> list[dict[str, Any]]:

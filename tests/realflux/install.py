@@ -16,7 +16,7 @@ import os
 from functools import cache
 from pathlib import Path
 
-from tests.conformance import REPO
+from tests.conformance import UPSTREAM_VARIABLE, upstream
 
 __all__ = [
     "CACHE_VARIABLE",
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 CACHE_VARIABLE = "FLUXHOP_FLUX_CACHE"
-UPSTREAM_VARIABLE = "FLUXHOP_UPSTREAM"
 FLUX_CORE = "flux-core"
 FLUX_SCHED = "flux-sched"
 # The build recipe's version: part of the digest, so a changed recipe rebuilds.
@@ -57,10 +56,8 @@ class Tarball:
 
 
 def upstream_flux() -> Path:
-    """``../shared/upstream/flux`` (``FLUXHOP_UPSTREAM`` names another upstream/)."""
-    named = os.environ.get(UPSTREAM_VARIABLE)
-    upstream = Path(named) if named else REPO.parent / "shared" / "upstream"
-    return upstream / "flux"
+    """``../shared/upstream/flux``."""
+    return upstream("flux")
 
 
 @cache

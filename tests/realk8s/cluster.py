@@ -24,6 +24,7 @@ only one test cluster runs on a machine at a time (they share the bridge).
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import shutil
@@ -60,9 +61,13 @@ LOCK = Path("/run/fluxhop-realk8s.lock")
 REPO = Path(__file__).resolve().parents[2]
 
 
-# The Flux view images Kubeflow Trainer's flux plugin starts its flux-installer
-# init container from (its default, and the one its examples name).
-FLUX_VIEW_IMAGES = ("ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",)
+# The Flux view images the view init containers start from: Kubeflow
+# Trainer's flux plugin's (its default, and the one its examples name) and
+# the Flux Operator's default (spec.flux.container.image).
+FLUX_VIEW_IMAGES = (
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
+)
 
 
 class ClusterError(Exception):
@@ -230,22 +235,48 @@ class LocalCluster:
         self.health["coredns"] = f"http://127.0.0.1:{ready}/ready"
 
     def images(self) -> dict[str, dict[str, str]]:
-        """Image stand-ins: a Flux view image (Kubeflow Trainer's flux plugin
-        copies its /opt/views/._view/* and /opt/software into the pod) made of
-        the flux-core the pods get, where there is one; /opt/view is the view
-        too, as the image's link makes it (the plugin's init script makes
-        /opt/view/bin: without it, that landed on this machine's /opt)."""
+        """Image stand-ins: a Flux view image (the Trainer plugin's and the
+        Flux Operator's view init containers copy its /opt/views/._view/*
+        and /opt/software into the pod) is a view of the flux-core the pods
+        get, where there is one; /opt/view is that view too, as the image's
+        link makes it (the Trainer plugin's init script makes /opt/view/bin:
+        without it, that landed on this machine's /opt)."""
         if self.flux_prefix is None:
             return {}
         software = self.workdir / "images" / "empty-software"
         software.mkdir(parents=True, exist_ok=True)
-        prefix = str(self.flux_prefix)
-        view = {
-            "/opt/views/._view/fluxhop": prefix,
-            "/opt/view": prefix,
+        view = str(self._flux_view())
+        stand_in = {
+            "/opt/views/._view/fluxhop": view,
+            "/opt/view": view,
             "/opt/software": str(software),
         }
-        return {image: view for image in FLUX_VIEW_IMAGES}
+        return {image: stand_in for image in FLUX_VIEW_IMAGES}
+
+    def _flux_view(self) -> Path:
+        """A view of the Flux prefix as a Spack view is made: the prefix's
+        directories, each file a symlink to the installed one (a copy of the
+        view, as the view init containers make, still runs the prefix's own
+        build, whose paths are compiled in), plus the libpython a view
+        carries (the Flux Operator's wait.sh lists it; strict mode stops
+        where it is missing)."""
+        assert self.flux_prefix is not None
+        view = self.workdir / "images" / "flux-view"
+        if view.is_dir():
+            return view
+        for source in sorted(self.flux_prefix.rglob("*")):
+            target = view / source.relative_to(self.flux_prefix)
+            if source.is_dir() and not source.is_symlink():
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source)
+        for python in self.flux_prefix.glob("lib/python3*"):  # the Python Flux was built for
+            soname = f"lib{python.name}.so.1.0"
+            found = sorted(glob.glob(f"/usr/lib/*/{soname}") + glob.glob(f"/usr/lib/{soname}"))
+            if found and not (view / "lib" / soname).exists():
+                (view / "lib" / soname).symlink_to(found[0])
+        return view
 
     def _kubelet(self, index: int, spec: NodeSpec) -> None:
         pair = self.ca.issue(

@@ -26,6 +26,7 @@ from tests.realk8s.api import Api
 from tests.realk8s.binaries import bin_dir, missing_binaries
 from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_until
 from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
+from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
@@ -78,6 +79,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for controller in CONTROLLERS:  # their own markers: -m kueue, -m "not trainer", ...
                 if controller in fixtures:
                     item.add_marker(getattr(pytest.mark, controller))
+            if {"flux_operator", "two_operators"} & set(fixtures):
+                item.add_marker(pytest.mark.fluxoperator)
+                peer = missing_flux_operator()
+                if peer and not reason:
+                    item.add_marker(pytest.mark.skip(reason=peer))
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -146,6 +152,19 @@ def kueue(cluster: LocalCluster, jobset: Running) -> Iterator[Running]:
 def trainer(cluster: LocalCluster, jobset: Running) -> Iterator[Running]:
     """Kubeflow Trainer's controller manager (it makes JobSets: JobSet runs too)."""
     yield from _controller(cluster, "trainer")
+
+
+@pytest.fixture(scope="module")
+def flux_operator(cluster: LocalCluster, needs_flux: Path) -> Iterator[FluxOperator]:
+    """The Flux Operator (tests/peers), for one module's tests: it watches
+    every namespace, so it runs only while no other operator's MiniCluster
+    exists (see tests/realk8s/fluxoperator.py)."""
+    running = FluxOperator(cluster)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture

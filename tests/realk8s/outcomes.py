@@ -1,0 +1,130 @@
+"""One MiniCluster resource reconciled to its end on the test cluster, and
+what came of it, as each operator reports it: the Flux Operator (a Job's
+Complete or Failed; rank 0's container's exit code; no MiniCluster status)
+and fluxhop's (the MiniCluster's Succeeded or Failed and status.exitCode).
+The tests that hold the two side by side read these records."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from tests.conformance import CONFORMANCE
+from tests.realk8s.api import Api
+from tests.realk8s.tools import eventually
+
+MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
+KINDS = {  # what an operator may make for a MiniCluster: kind -> list path
+    "Job": "/apis/batch/v1/namespaces/{}/jobs",
+    "Service": "/api/v1/namespaces/{}/services",
+    "ConfigMap": "/api/v1/namespaces/{}/configmaps",
+    "Secret": "/api/v1/namespaces/{}/secrets",
+    "Pod": "/api/v1/namespaces/{}/pods",
+}
+
+
+@dataclass
+class Outcome:
+    """What one operator made of one MiniCluster."""
+
+    finished: str  # "Succeeded" or "Failed" ("Restarting": rank 0 failed, restarts in place)
+    exit_code: int | None  # as the operator reports it (None: it does not)
+    rank0_log: str  # rank 0's application container's log
+    objects: dict[str, list[str]] = field(default_factory=dict)  # kind -> names
+    job: dict[str, Any] = field(default_factory=dict)
+    configmaps: list[dict[str, Any]] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+
+
+def upstream_example(name: str) -> dict[str, Any]:
+    return yaml.safe_load((CONFORMANCE / "operator-examples" / name).read_text())
+
+
+def _job_finished(job: dict[str, Any]) -> str | None:
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition["status"] == "True" and condition["type"] in ("Complete", "Failed"):
+            return "Succeeded" if condition["type"] == "Complete" else "Failed"
+    return None
+
+
+def _resource_finished(resource: dict[str, Any]) -> str | None:
+    for condition in (resource.get("status") or {}).get("conditions") or []:
+        if condition["status"] == "True" and condition["type"] in ("Succeeded", "Failed"):
+            return str(condition["type"])
+    return None
+
+
+def rank0(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")
+    for pod in pods["items"]:
+        annotations = pod["metadata"].get("annotations") or {}
+        if annotations.get("batch.kubernetes.io/job-completion-index") == "0":
+            return dict(pod)
+    return None
+
+
+def _application(pod: dict[str, Any]) -> str:
+    """The application container: the first that is not a sidecar of ours."""
+    return str(pod["spec"]["containers"][0]["name"])
+
+
+def _terminated(pod: dict[str, Any] | None) -> dict[str, Any]:
+    """How rank 0's application container last ended: now, or before a
+    restart in place (the Flux Operator's pods restart OnFailure)."""
+    if pod is None:
+        return {}
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status["name"] == _application(pod):
+            now = (status.get("state") or {}).get("terminated")
+            return dict(now or (status.get("lastState") or {}).get("terminated") or {})
+    return {}
+
+
+def _flux_operator_finished(api: Api, namespace: str, name: str) -> str | None:
+    """The Job's Complete or Failed; or "Restarting" once rank 0 failed and
+    restarts in place (OnFailure, backoffLimit 100: the Job fails much later)."""
+    job = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+    finished = _job_finished(job)
+    if finished is None and _terminated(rank0(api, namespace, name)).get("exitCode"):
+        return "Restarting"
+    return finished
+
+
+def run(
+    api: Api, namespace: str, document: dict[str, Any], *, flux_operator: bool, timeout: float = 300
+) -> Outcome:
+    """Create the MiniCluster and wait for its end as the operator reports it."""
+    document = copy.deepcopy(document)
+    name = document["metadata"]["name"]
+    path = MINICLUSTERS.format(namespace)
+    api.create(path, document)
+    job_path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+    if flux_operator:
+        finished = eventually(f"{name}: its Job Complete or Failed, or rank 0 restarting",
+                              lambda: _flux_operator_finished(api, namespace, name), timeout,
+                              every=0.5)  # fmt: skip
+    else:
+        finished = eventually(f"{name}: Succeeded or Failed",
+                              lambda: _resource_finished(api.get(f"{path}/{name}")), timeout,
+                              every=0.5)  # fmt: skip
+    resource = api.get(f"{path}/{name}")
+    pod = rank0(api, namespace, name)
+    log = ""
+    if pod is not None:
+        log = api.text(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log",
+                       container=_application(pod))  # fmt: skip
+    if flux_operator:
+        code = _terminated(pod).get("exitCode")  # the pod's: the MiniCluster has no status for it
+    else:
+        code = (resource.get("status") or {}).get("exitCode")
+    objects = {
+        kind: sorted(i["metadata"]["name"] for i in api.get(list_path.format(namespace))["items"]
+                     if i["metadata"]["name"] != "kube-root-ca.crt")
+        for kind, list_path in KINDS.items()
+    }  # fmt: skip
+    configmaps = [c for c in api.get(KINDS["ConfigMap"].format(namespace))["items"]
+                  if c["metadata"]["name"] != "kube-root-ca.crt"]  # fmt: skip
+    return Outcome(finished, code, log, objects, api.get(job_path), configmaps, resource)
