@@ -205,6 +205,9 @@ def test_the_curve_key_is_in_a_configmap_there_and_in_a_secret_here(two_operator
         "secret-key" in value for c in ours.configmaps for value in (c.get("data") or {}).values()
     )
     assert ours.objects["Secret"], ours.objects
+    # and unless quiet, rank 0 prints it (fluxhop render's MiniCluster is not quiet)
+    assert "secret-key" in two_operators.flux_operator.outcomes["fluxhop-render"].rank0_log
+    assert not any("secret-key" in o.rank0_log for o in two_operators.fluxhop.outcomes.values())
 
 
 def test_the_flux_operator_labels_a_pod_of_nobody_s_minicluster(two_operators: SideBySide):
