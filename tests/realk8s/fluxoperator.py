@@ -31,7 +31,7 @@ import yaml
 from tests.conformance import CONFORMANCE, REPO
 from tests.peers import FLUX_OPERATOR
 from tests.realk8s.api import ApiError
-from tests.realk8s.cluster import LocalCluster, free_port, healthy, wait_until
+from tests.realk8s.cluster import ClusterError, LocalCluster, free_port, healthy, wait_until
 from tests.realk8s.controllers import established
 from tests.realk8s.processes import Process
 from tests.realk8s.tools import kubectl
@@ -84,7 +84,9 @@ def rbac() -> list[dict[str, Any]]:
 
 
 def miniclusters(cluster: LocalCluster) -> list[str]:
-    """Every MiniCluster in the cluster (none while no CRD serves them)."""
+    """Every MiniCluster in the cluster (none while no CRD serves them) but
+    those going with their namespace: nothing can be made for them any more
+    (one whose operator stopped before removing its finalizer stays so)."""
     with cluster.admin() as api:
         try:
             found = api.get(ALL_MINICLUSTERS)["items"]
@@ -92,7 +94,18 @@ def miniclusters(cluster: LocalCluster) -> list[str]:
             if error.status == 404:
                 return []
             raise
-    return [f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in found]
+        terminating = {
+            n["metadata"]["name"]
+            for n in api.get("/api/v1/namespaces")["items"]
+            if n.get("status", {}).get("phase") == "Terminating"
+        }
+    found = [m for m in found if m["metadata"]["namespace"] not in terminating]
+    return [
+        f"{m['metadata']['namespace']}/{m['metadata']['name']}"
+        + (f" (deleted at {m['metadata']['deletionTimestamp']}, finalizers "
+           f"{m['metadata'].get('finalizers')})" if m["metadata"].get("deletionTimestamp") else "")
+        for m in found
+    ]  # fmt: skip
 
 
 class FluxOperator:
@@ -120,8 +133,11 @@ class FluxOperator:
             wait_until("the MiniCluster CRD established", lambda: established(api, crd), 60, [])
 
     def start(self) -> FluxOperator:
-        wait_until("no MiniCluster left by another operator's tests",
-                   lambda: not miniclusters(self.cluster), 180, [])  # fmt: skip
+        try:
+            wait_until("no MiniCluster left by another operator's tests",
+                       lambda: not miniclusters(self.cluster), 180, [])  # fmt: skip
+        except ClusterError as error:
+            raise ClusterError(f"{error}: {miniclusters(self.cluster)}") from None
         self._crd(CRD)
         self._apply(rbac())
         token = self.cluster.token(NAMESPACE, ACCOUNT, seconds=24 * 3600)
@@ -152,7 +168,7 @@ class FluxOperator:
         is back."""
         with self.cluster.admin() as api:
             for key in miniclusters(self.cluster):
-                namespace, name = key.split("/")
+                namespace, name = key.split(" ")[0].split("/")
                 api.delete(
                     f"/apis/flux-framework.org/v1alpha2/namespaces/{namespace}/miniclusters/{name}"
                 )

@@ -25,6 +25,7 @@ from fluxhop.cluster.podexec import pod_exec
 from fluxhop.workload.status import running_lead
 from tests.documents import minicluster_doc
 from tests.realflux.schedulers import Scheduler
+from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.test_operator import MINICLUSTERS, Operator, condition, deployed  # noqa: F401
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
@@ -77,13 +78,32 @@ def scaled(
     with scratch_namespace(cluster) as (admin, namespace):
         running = Operator(cluster, deployed, namespace, log, "--autoscale-interval", "0.5",
                            POD_NAMESPACE="fluxhop-system")  # fmt: skip
+        scaled = Scaled(cluster, admin, namespace)
+        scaled.operator = running
+        scaled.scheduler = scheduler
         try:
-            scaled = Scaled(cluster, admin, namespace)
-            scaled.operator = running
-            scaled.scheduler = scheduler
             yield scaled
         finally:
-            running.stop()
+            # deleted while the operator runs: its autoscale timer holds kopf's
+            # finalizer, which only a running operator removes
+            resource = f"{MINICLUSTERS.format(namespace)}/{NAME}"
+            try:
+                if gone_yet(admin, resource):
+                    admin.delete(resource)
+                    scaled.until("the MiniCluster gone", lambda: not gone_yet(admin, resource), 120)
+            finally:
+                running.stop()
+
+
+def gone_yet(admin: Api, path: str) -> bool:
+    """Whether ``path`` still exists (False once the API server says 404)."""
+    try:
+        admin.get(path)
+    except ApiError as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
 
 
 def test_it_grows_for_a_job_that_needs_four_nodes(scaled: Scaled):
