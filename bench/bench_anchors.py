@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -108,6 +109,13 @@ def rank0(pod: dict[str, Any]) -> bool:
     return index == "0" and labels.get("jobset.sigs.k8s.io/job-index", "0") == "0"
 
 
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def until(check: Callable[[], bool], timeout: float = 600) -> float:
     deadline = time.monotonic() + timeout
     while not check():
@@ -136,14 +144,25 @@ class Bench:
         return name
 
     def measure(
-        self, size: int, start: Callable[[Api, str], Callable[[], float]]
+        self,
+        size: int,
+        start: Callable[[Api, str], Callable[[], float]],
+        before: Callable[[str], Callable[[], None]] | None = None,
     ) -> dict[str, float]:
+        """One run; ``before`` starts what runs before the clock in the
+        namespace (an operator) and returns how to stop it."""
         namespace = self.namespace()
-        with self.cluster.admin() as api, self.cluster.admin() as watcher:
-            pods = Pods(watcher, namespace, size)
-            started = time.time()
-            complete = start(api, namespace)()
-            command = command_started(api, namespace, rank0)
+        stop = before(namespace) if before else None
+        try:
+            with self.cluster.admin() as api, self.cluster.admin() as watcher:
+                pods = Pods(watcher, namespace, size)
+                started = time.time()
+                complete = start(api, namespace)()
+                command = command_started(api, namespace, rank0)
+        finally:
+            if stop is not None:
+                stop()
+        with self.cluster.admin() as api:
             api.delete(f"/api/v1/namespaces/{namespace}")
         if None in (pods.first, pods.running, command):
             raise SystemExit("bench_anchors: a phase went unseen")
@@ -180,26 +199,32 @@ class Bench:
         }  # fmt: skip
 
     def fluxhop_operator(self, size: int, mode: str) -> Callable[[Api, str], Callable[[], float]]:
+        """fluxhop's operator for the namespace, started and ready (its
+        liveness endpoint answers) before the clock, as a user's would be."""
+
         def start(api: Api, namespace: str) -> Callable[[], float]:
-            log = open(self.tmp / f"operator-{namespace}.log", "wb")  # noqa: SIM115 (the child keeps it)
-            argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
-                    "operator", "-n", namespace, "--standalone",
-                    "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]  # fmt: skip
-            operator = subprocess.Popen(argv, env=command_env(self.cluster, self.operator_kubeconfig),
-                                        stdout=log, stderr=log)  # fmt: skip
             api.create(MINICLUSTERS.format(namespace), self.minicluster(size, mode, namespace))
             path = f"{MINICLUSTERS.format(namespace)}/lead"
-
-            def done() -> float:
-                finished = until(lambda: bool(conditions(api.find(path)) & {"Succeeded", "Failed"}))
-                operator.terminate()
-                operator.wait()
-                log.close()
-                return finished
-
-            return done
+            return lambda: until(lambda: bool(conditions(api.find(path)) & {"Succeeded", "Failed"}))
 
         return start
+
+    def fluxhop_operator_running(self, namespace: str) -> Callable[[], None]:
+        """Start fluxhop's operator on ``namespace``; returns how to stop it."""
+        log = open(self.tmp / f"operator-{namespace}.log", "wb")  # noqa: SIM115 (the child keeps it)
+        liveness = f"http://127.0.0.1:{free_port()}/healthz"
+        argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
+                "operator", "-n", namespace, "--standalone", "--liveness", liveness]  # fmt: skip
+        operator = subprocess.Popen(argv, env=command_env(self.cluster, self.operator_kubeconfig),
+                                    stdout=log, stderr=log)  # fmt: skip
+        until(lambda: operator.poll() is not None or answers(liveness), timeout=120)
+
+        def stop() -> None:
+            operator.terminate()
+            operator.wait()
+            log.close()
+
+        return stop
 
     def flux_operator(self, size: int, mode: str) -> Callable[[Api, str], Callable[[], float]]:
         """The Flux Operator, already running (see main): a Job Complete or Failed."""
@@ -282,7 +307,11 @@ def measure_all(bench: Bench, cluster: LocalCluster, sizes: list[int], runs: int
                 theirs.start()  # before the clock, with nothing else running
             try:
                 for mode in SYSTEMS[system]:
-                    timed = [bench.measure(size, makers[system](size, mode)) for _ in range(runs)]
+                    before = (
+                        bench.fluxhop_operator_running if system == "fluxhop operator" else None
+                    )
+                    timed = [bench.measure(size, makers[system](size, mode), before)
+                             for _ in range(runs)]  # fmt: skip
                     results[(system, mode, size)] = {
                         p: statistics.median(r[p] for r in timed) for p in PHASES
                     }
