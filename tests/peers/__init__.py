@@ -12,11 +12,11 @@ of it is copied into the project; nothing built is committed.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from tests.caches import user_cache
 from tests.conformance import upstream
 from tests.realk8s.binaries import go_version
 
@@ -80,11 +80,7 @@ def _digest(folder: Path, go: str) -> str:
 
 
 def cache_root() -> Path:
-    named = os.environ.get(CACHE_VARIABLE)
-    if named:
-        return Path(named)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fluxhop" / "peers"
+    return user_cache(CACHE_VARIABLE, "peers")
 
 
 # The Flux Operator as upstream ships it (Makefile build-container): the

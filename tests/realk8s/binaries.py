@@ -11,11 +11,12 @@ so a new build; anything else finds the build it already has.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
+
+from tests.caches import user_cache
 
 __all__ = [
     "CACHE_VARIABLE",
@@ -56,11 +57,7 @@ LINKS = {"kubectl": "k8s"}
 
 
 def cache_root() -> Path:
-    named = os.environ.get(CACHE_VARIABLE)
-    if named:
-        return Path(named)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fluxhop" / "realk8s"
+    return user_cache(CACHE_VARIABLE, "realk8s")
 
 
 @cache
