@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conformance import CONFORMANCE, REPO
+from tests.conformance import REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster, free_port
+from tests.realk8s.outcomes import MINICLUSTERS, upstream_example
 from tests.realk8s.tools import command_env, eventually, kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 DEPLOY_NAMESPACE, ACCOUNT, ROLE = "fluxhop-system", "fluxhop-operator", "fluxhop-operator"
-MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
 
 
 def deploy_objects(cluster: LocalCluster) -> list[dict[str, Any]]:
@@ -90,7 +90,7 @@ def operator(
 
 def example(name: str, **spec: Any) -> dict[str, Any]:
     """An upstream operator example, its Flux from the image (the host's flux-core)."""
-    document = yaml.safe_load((CONFORMANCE / "operator-examples" / name).read_text())
+    document = upstream_example(name)
     document["spec"].setdefault("flux", {})["container"] = {"disable": True}
     document["spec"].update(spec)
     return document
