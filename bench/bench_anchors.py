@@ -47,8 +47,9 @@ from tests.realk8s.api import Api
 from tests.realk8s.binaries import bin_dir, missing_binaries
 from tests.realk8s.cluster import LocalCluster, NodeSpec, free_port
 from tests.realk8s.controllers import CONTROLLERS, Running
+from tests.realk8s.deployment import deploy
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
-from tests.realk8s.tools import FLUXHOP, command_env, kubectl
+from tests.realk8s.tools import FLUXHOP, command_env
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 RUNTIME = CONFORMANCE / "trainer-examples" / "examples__flux__flux-runtime.yaml"
@@ -273,16 +274,6 @@ class Bench:
         return start
 
 
-def deploy_operator(cluster: LocalCluster) -> Path:
-    """deploy/ without its Deployment; a kubeconfig of its ServiceAccount."""
-    text = kubectl(cluster, "kustomize", str(Path(__file__).resolve().parents[1] / "deploy")).stdout
-    objects = [d for d in yaml.safe_load_all(text) if d and d["kind"] != "Deployment"]
-    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    return cluster.kubeconfig(
-        "operator", token=cluster.token("fluxhop-system", "fluxhop-operator", 24 * 3600)
-    )
-
-
 # system -> the modes it supports (the Trainer plugin always copies Flux from its view)
 SYSTEMS = {
     "fluxhop run": (VIEW, IN_IMAGE),
@@ -374,7 +365,7 @@ def main() -> None:
                     f"{TRAINER}/clustertrainingruntimes", yaml.safe_load(RUNTIME.read_text())
                 )
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Bench(cluster, deploy_operator(cluster), Path(tmp))
+            bench = Bench(cluster, deploy(cluster, 24 * 3600), Path(tmp))
             print(f"median of {args.runs} runs, seconds from the start: " + " / ".join(PHASES))
             results = measure_all(bench, cluster, sizes, args.runs, systems)
         worst = ratios(results, sizes)

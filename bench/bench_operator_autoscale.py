@@ -51,10 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_autoscale, bes
 
 import httpx2
 import kopf
-import yaml
 from tests.documents import minicluster_doc
-from tests.realk8s.test_operator import ACCOUNT, DEPLOY_NAMESPACE, deploy_objects
-from tests.realk8s.tools import InNamespace, command_env, kubectl
+from tests.realk8s.deployment import deploy
+from tests.realk8s.tools import InNamespace, command_env
 
 import bench_autoscale  # this directory: its fluxhop command and its wait
 from bench_autoscale import cli
@@ -65,7 +64,6 @@ from fluxhop.operator.reconcile import FIELD_MANAGER
 
 NAME = "grow"
 LOG = "/tmp/fluxhop-bench-operator.log"  # the operator's log, for when a run stalls
-SERVICE_ACCOUNT = (DEPLOY_NAMESPACE, ACCOUNT)
 REPO = Path(__file__).resolve().parents[1]
 RESOURCES = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
 
@@ -226,11 +224,7 @@ def main() -> None:
     try:
         env = command_env(cluster)
         # deploy/ but the Deployment: the operator runs here with its ServiceAccount's token
-        kubectl(cluster, "apply", "--server-side", "-f", "-",
-                stdin=yaml.safe_dump_all(deploy_objects(cluster)))  # fmt: skip
-        kubectl(cluster, "wait", "--for=condition=Established",
-                "crd/miniclusters.flux-framework.org")  # fmt: skip
-        operator_config = cluster.kubeconfig("operator", token=cluster.token(*SERVICE_ACCOUNT))
+        operator_config = deploy(cluster)
         namespace = f"bench-{uuid.uuid4().hex[:6]}"
         with cluster.admin() as api:
             api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})

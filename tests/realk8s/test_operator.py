@@ -17,42 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.conformance import REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster, free_port
+from tests.realk8s.deployment import ROLE, USER, deploy
 from tests.realk8s.outcomes import MINICLUSTERS, upstream_example
 from tests.realk8s.tools import command_env, eventually, kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
-DEPLOY_NAMESPACE, ACCOUNT, ROLE = "fluxhop-system", "fluxhop-operator", "fluxhop-operator"
-
-
-def deploy_objects(cluster: LocalCluster) -> list[dict[str, Any]]:
-    """deploy/ as kustomize renders it, without the Deployment: the operator
-    under test runs here as a process, with the Deployment's identity. One
-    apply, as the README's, on a cluster that has not seen the CRDs yet."""
-    text = kubectl(cluster, "kustomize", str(REPO / "deploy")).stdout
-    return [doc for doc in yaml.safe_load_all(text) if doc and doc["kind"] != "Deployment"]
 
 
 @pytest.fixture(scope="module")
-def deployed(cluster: LocalCluster) -> Iterator[Path]:
+def deployed(cluster: LocalCluster) -> Path:
     """deploy/ applied; a kubeconfig holding the operator's ServiceAccount token."""
-    objects = deploy_objects(cluster)
-    kubectl(
-        cluster,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        "-",
-        stdin=yaml.safe_dump_all(objects),
-    )
-    kubectl(cluster, "wait", "--for=condition=Established", "crd/miniclusters.flux-framework.org")
-    token = cluster.token(DEPLOY_NAMESPACE, ACCOUNT)
-    yield cluster.kubeconfig("operator", token=token)
+    return deploy(cluster)
 
 
 class Operator:
@@ -118,6 +96,8 @@ def test_an_example_runs_to_succeeded(admin: Api, namespace: str, operator: Oper
     assert done["status"]["exitCode"] == 0
     peering = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/fluxhop-operator"
     assert admin.get(peering)["metadata"]["name"] == "fluxhop-operator"  # the operator made it
+    # its log names the resource of each line (kopf's default does not)
+    assert f"[{namespace}/{name}] Handler 'on_minicluster' succeeded" in operator.log.read_text()
 
 
 def test_a_failing_command_reports_its_exit_code(admin: Api, namespace: str, operator: Operator):
@@ -186,7 +166,7 @@ def test_without_a_verb_the_api_servers_403_is_what_the_operator_reports(
             "the refusal reported", operator, lambda: condition(admin.get(resource), "Failed")
         )
         expected = (
-            f'jobs.batch is forbidden: User "system:serviceaccount:{DEPLOY_NAMESPACE}:{ACCOUNT}" '
+            f'jobs.batch is forbidden: User "{USER}" '
             f'cannot create resource "jobs" in API group "batch" in the namespace "{namespace}"'
         )
         assert expected in failed["message"], failed
