@@ -81,8 +81,8 @@ def test_a_resource_becomes_the_objects_fluxhop_create_makes_all_owned(fake, app
     assert {"Job", "ConfigMap", "Secret", "Service", "NetworkPolicy", "MiniCluster"} <= set(kinds)
     job = kinds["Job"]
     assert job["metadata"]["ownerReferences"][0]["uid"] == cr["metadata"]["uid"]
-    for kind in ("ConfigMap", "Secret", "Service", "NetworkPolicy"):
-        assert kinds[kind]["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    for kind in ("ConfigMap", "Secret", "Service", "NetworkPolicy"):  # made first, so a Job
+        assert kinds[kind]["metadata"]["ownerReferences"][0]["uid"] == cr["metadata"]["uid"]
     assert ("Normal", "Created") in events(fake)
     status = current(fake)["status"]
     assert status["size"] == 2 and status["maximumSize"] == 2

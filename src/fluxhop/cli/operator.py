@@ -94,19 +94,19 @@ def operator_command(
     from fluxhop.operator.peering import ensure_peering
 
     if not standalone:
-        kube = handlers.connect(namespaces[0] if namespaces else "default")
-        try:
-            for made in ensure_peering(kube, handlers.PEERING, namespaces):
-                click.echo(f"fluxhop operator: created {made} for the replicas' peering", err=True)
-        finally:
-            kube.close()
+        kube = handlers.connect(namespaces[0] if namespaces else "default")  # the handlers' own
+        for made in ensure_peering(kube, handlers.PEERING, namespaces):
+            click.echo(f"fluxhop operator: created {made} for the replicas' peering", err=True)
     handlers.selector.update(labels)
     handlers.standalone = standalone
     handlers.own_namespace = own_namespace()
     handlers.register_autoscaling(autoscale_interval)
     if priority is not None:
         handlers.priority = priority
-    kopf.configure(verbose=verbose)  # kopf's log lines (its CLI's defaults)
+    # kopf's log lines, each naming its resource ([namespace/name]): kopf's own
+    # default leaves that out, and a line that says a handler failed but not for
+    # which MiniCluster helps nobody
+    kopf.configure(verbose=verbose, log_prefix=True)
     kopf.run(
         clusterwide=all_namespaces,
         namespaces=list(namespaces),

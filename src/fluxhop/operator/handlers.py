@@ -13,7 +13,9 @@ handle resources at a time, the others stand by.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +25,10 @@ import kopf
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
+from fluxhop.operator import cache
 from fluxhop.operator.autoscaling import autoscale, waited
-from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler
+from fluxhop.operator.cache import GROUP, PLURAL, VERSION
+from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler, Seen
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME, OPERATED
 from fluxhop.workload.status import completion_index, running_lead
@@ -36,20 +40,47 @@ __all__ = [
     "VERSION",
     "configure",
     "on_autoscale",
+    "on_job",
     "on_minicluster",
     "on_pod",
     "register_autoscaling",
 ]
 
-GROUP, VERSION, PLURAL = "flux-framework.org", "v1alpha2", "miniclusters"
 PEERING = "fluxhop-operator"
 LOG = logging.getLogger("fluxhop.operator")
 
+_clients: dict[str, Kube] = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client(namespace: str) -> Kube:
+    """One client per namespace for the operator's life: connecting (reading
+    the kubeconfig, a TLS context) costs more than most reconciles do. A
+    rotated ServiceAccount token is read again by the client itself."""
+    with _clients_lock:
+        kube = _clients.get(namespace)
+        if kube is None:
+            kube = _clients[namespace] = Kube.connect(
+                namespace=namespace, field_manager=FIELD_MANAGER
+            )
+        return kube
+
+
+# Reconciles of one MiniCluster run one at a time (its resource's handler
+# and its pods' and Job's run on kopf's workers side by side), each reading
+# the indexes when its turn comes: the last to run saw the last event, so a
+# slower reconcile never writes an older status over a newer one. Striped:
+# a fixed number of locks, so deleted MiniClusters leave nothing behind.
+_STRIPES = [threading.Lock() for _ in range(64)]
+
+
+def _one_at_a_time(namespace: str, name: str) -> threading.Lock:
+    return _STRIPES[zlib.crc32(f"{namespace}/{name}".encode()) % len(_STRIPES)]
+
+
 # How handlers reach the cluster (tests put the fake API server here) and
 # which resources they take (fluxhop operator --selector).
-connect: Callable[[str], Kube] = lambda namespace: Kube.connect(  # noqa: E731
-    namespace=namespace, field_manager=FIELD_MANAGER
-)
+connect: Callable[[str], Kube] = shared_client
 selector: dict[str, str] = {}
 standalone = False  # fluxhop operator --standalone: one replica, no peering
 # The namespace the operator runs in (the downward API's POD_NAMESPACE):
@@ -122,21 +153,27 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.execution.max_workers = 256
 
 
-def reconcile_in(namespace: str, body: dict[str, Any]) -> Outcome:
+def reconcile_in(namespace: str, body: dict[str, Any], seen: Seen | None = None) -> Outcome:
     kube = connect(namespace)
-    try:
-        return Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(body)
-    finally:
-        kube.close()
+    return Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(body, seen)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, when=_selected)
 @kopf.on.create(GROUP, VERSION, PLURAL, when=_selected)
 @kopf.on.update(GROUP, VERSION, PLURAL, when=_selected)
-def on_minicluster(body: Any, namespace: str, **_: Any) -> None:
-    """Reconcile the resource; a failure is on its status and in an event."""
+def on_minicluster(
+    body: Any,
+    namespace: str,
+    fluxhop_jobs: Any = None,
+    fluxhop_pods: Any = None,
+    **_: Any,
+) -> None:
+    """Reconcile the resource (from what the watches have shown: kopf passes
+    its indexes); a failure is on its status and in an event."""
     try:
-        outcome = reconcile_in(namespace, dict(body))
+        with _one_at_a_time(namespace, body["metadata"]["name"]):
+            seen = cache.seen(namespace, body["metadata"]["name"], fluxhop_jobs, fluxhop_pods)
+            outcome = reconcile_in(namespace, dict(body), seen)
     except FluxhopError as err:  # the API refused us: try again later (kopf backs off)
         raise kopf.TemporaryError(str(err), delay=10) from None
     if outcome.writes:
@@ -163,22 +200,71 @@ def _remember_lead(pod: dict[str, Any], namespace: str, name: str, event: str | 
 
 
 @kopf.on.event("", "v1", "pods", labels={MINICLUSTER_LABEL: kopf.PRESENT})
-def on_pod(body: Any, namespace: str, type: str | None = None, **_: Any) -> None:
+def on_pod(
+    body: Any,
+    namespace: str,
+    type: str | None = None,
+    miniclusters: Any = None,
+    fluxhop_jobs: Any = None,
+    fluxhop_pods: Any = None,
+    **_: Any,
+) -> None:
     """A broker pod changed: bring its MiniCluster resource's status up to date."""
     name = body["metadata"]["labels"][MINICLUSTER_LABEL]
     _remember_lead(dict(body), namespace, name, type)
+    _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=False)
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={MINICLUSTER_LABEL: kopf.PRESENT})
+def on_job(
+    body: Any,
+    namespace: str,
+    miniclusters: Any = None,
+    fluxhop_jobs: Any = None,
+    fluxhop_pods: Any = None,
+    **_: Any,
+) -> None:
+    """A MiniCluster's Job changed (it finished, or someone deleted it): the
+    same, and a deleted Job is made again."""
+    name = body["metadata"]["labels"][MINICLUSTER_LABEL]
+    _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=True)
+
+
+def _follow(
+    namespace: str, name: str, index: Any, jobs: Any, pods: Any, *, job_event: bool
+) -> None:
+    """Reconcile MiniCluster resource ``name`` after an event of its objects,
+    if this operator keeps it (not a Job fluxhop create made, nor one of the
+    Flux Operator's)."""
     kube = connect(namespace)
     try:
-        cr = kube.get("MiniCluster", name)
-        if cr is None or OPERATED not in (cr["metadata"].get("annotations") or {}):
-            return  # not one of ours: a Job fluxhop create made, or the Flux Operator's
-        if not _selected(cr["metadata"].get("labels") or {}):
-            return
-        Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(cr)
+        with _one_at_a_time(namespace, name):
+            seen = cache.seen(namespace, name, jobs, pods)
+            if seen is not None and seen.job is None and not job_event:
+                return  # the Job's watch is behind, or the Job is gone: its event reconciles
+            cr = cache.resource(namespace, name, index) if index is not None else None
+            if index is None:  # no index passed (a test): ask the API server
+                cr = kube.get("MiniCluster", name)
+            if cr is None or cr["metadata"].get("deletionTimestamp") or not _operated(cr, seen):
+                return  # gone or going (its Job going with it is not to be made again)
+            if not _selected(cr["metadata"].get("labels") or {}):
+                return
+            Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(cr, seen)
     except FluxhopError as err:
         LOG.warning("MiniCluster %s/%s: %s", namespace, name, err)
-    finally:
-        kube.close()
+
+
+def _operated(cr: dict[str, Any], seen: Seen | None) -> bool:
+    """Whether this operator keeps ``cr``: it has marked it, or (the watch of
+    the resource is behind its first reconcile, still running) made its Job."""
+    if OPERATED in (cr["metadata"].get("annotations") or {}):
+        return True
+    job = seen.job if seen is not None else None
+    uid = cr["metadata"].get("uid")
+    return job is not None and any(
+        owner.get("uid") == uid and owner.get("kind") == "MiniCluster"
+        for owner in job["metadata"].get("ownerReferences") or []
+    )
 
 
 def _autoscaled(body: Any, **_: Any) -> bool:
@@ -239,8 +325,6 @@ def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
     except FluxhopError as err:  # the API refused a write: the next look tries again
         LOG.warning("MiniCluster %s/%s: autoscaling: %s", namespace, name, err)
         return
-    finally:
-        kube.close()
     if tick.writes:
         why = (tick.status or {}).get("reason", "")
         LOG.info("MiniCluster %s/%s: %s (%s)", namespace, name, ", ".join(tick.writes), why)

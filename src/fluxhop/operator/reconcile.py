@@ -6,7 +6,14 @@ that says what is happening.
 * Idempotent: server-side apply with field manager ``fluxhop-operator``; an
   unchanged resource makes no write at all (the status is patched only when
   it changes, events only on a transition).
-* The CURVE Secret is created with the Job and never rotated.
+* The Job's children (ConfigMap, Secret, Service, NetworkPolicy) are made
+  first, owned like the Job by the resource: a Job means they all exist, so
+  a reconcile never looks for them (and deleting the resource removes all
+  in one round of the garbage collector). The CURVE Secret is created once
+  and never rotated.
+* Given what the operator's watches have shown (``Seen``: the Job and its
+  pods, operator/cache.py), a reconcile of an unchanged resource sends no
+  request at all.
 * A change a running MiniCluster can take - its size, within maxSize - is
   applied in place, exactly as ``fluxhop scale`` does (the Job's parallelism),
   and refused like it where Kueue would restart the MiniCluster for it;
@@ -56,6 +63,7 @@ __all__ = [
     "RESOURCE_HASH",
     "Outcome",
     "Reconciler",
+    "Seen",
     "document",
     "post_event",
     "resource_hash",
@@ -67,6 +75,9 @@ AUTOSCALE_STATUS = "autoscale"  # status.autoscale: the autoscaler's decisions
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
 RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it was made from
+# on the Job: "first" - its children were made before it (a Job an older
+# operator made may lack some, after an interrupted create: those are looked for)
+CHILDREN = "fluxhop.io/children"
 _SERVER_FIELDS = tuple(Metadata.UNSUPPORTED)  # set by the API server
 
 
@@ -148,6 +159,24 @@ def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
     return spec if spec.namespace == namespace else spec.renamed(namespace=namespace)
 
 
+@dataclass(frozen=True)
+class Seen:
+    """A MiniCluster's Job (None: there is none) and pods as the operator's
+    watches last showed them: a reconcile given these reads nothing."""
+
+    job: dict[str, Any] | None
+    pods: list[dict[str, Any]] = field(default_factory=list)
+
+    def pods_of(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pods of ``job`` itself (not of an earlier Job of the same name)."""
+        uid = job["metadata"].get("uid")
+        return [
+            pod
+            for pod in self.pods
+            if any(o.get("uid") == uid for o in pod["metadata"].get("ownerReferences") or [])
+        ]
+
+
 @dataclass
 class Outcome:
     """What a reconcile did: its writes (for the benchmark and tests) and problem."""
@@ -178,7 +207,9 @@ class Reconciler:
 
     # --- reconcile --------------------------------------------------------------------
 
-    def reconcile(self, cr: dict[str, Any]) -> Outcome:
+    def reconcile(self, cr: dict[str, Any], seen: Seen | None = None) -> Outcome:
+        """Bring ``cr``'s objects and status to what it asks for; what it
+        reads comes from ``seen`` where given, else from the API server."""
         out = Outcome()
         name = cr["metadata"]["name"]
         try:
@@ -187,12 +218,16 @@ class Reconciler:
             out.problem = Problem("Failed", "InvalidSpec", str(err))
             self._report(cr, None, [], 1, out)
             return out
-        job = self.kube.get("Job", name)
+        job = seen.job if seen is not None else self.kube.get("Job", name)
         try:
             job = self._create(cr, spec, out) if job is None else self._update(cr, spec, job, out)
         except FluxhopError as err:
             out.problem = Problem("Failed", "ApplyFailed", str(err))
-        pods = self.kube.list("Pod", labels={"batch.kubernetes.io/job-name": name}) if job else []
+        pods: list[dict[str, Any]] = []
+        if job is not None and seen is not None:
+            pods = seen.pods_of(job)
+        elif job is not None:
+            pods = self.kube.list("Pod", labels={"batch.kubernetes.io/job-name": name})
         self._report(cr, job, pods, spec.spec.max_nodes, out)
         return out
 
@@ -211,8 +246,8 @@ class Reconciler:
             out.writes.append("patch resource annotations")
 
     def _create(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> dict[str, Any]:
-        """Create the Job (POST, atomic: of two replicas racing at start-up one
-        creates it, the other finds it and updates instead), then its children."""
+        """The children first, then the Job (POST, atomic: of two replicas
+        racing at start-up one creates it, the other finds it and updates)."""
         self._marks(cr, spec, out)
         objects = prepare(
             operated(spec, self.operator_namespace), Target.JOB, cluster_domain=self.cluster_domain
@@ -220,7 +255,9 @@ class Reconciler:
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
+        root["metadata"]["annotations"][CHILDREN] = "first"
         root["metadata"]["ownerReferences"] = [owner_reference(cr)]
+        self._children(cr, objects[:-1], out, missing_only=False)
         try:
             job = self.kube.create(root)
         except AlreadyExists:
@@ -229,7 +266,6 @@ class Reconciler:
                 raise
             return self._update(cr, spec, current, out)
         out.writes.append("create Job")
-        self._complete(spec, job, out, objects[:-1])
         self.event(cr, "Normal", "Created", f"created Job {spec.name} and its objects", out)
         return job
 
@@ -249,7 +285,10 @@ class Reconciler:
                 "maxSize, changes in place); delete the MiniCluster and create it again",
             )
             return job
-        self._complete(spec, job, out)
+        if annotations.get(CHILDREN) != "first":  # an older operator's Job
+            children = prepare(operated(spec, self.operator_namespace), Target.JOB,
+                               cluster_domain=self.cluster_domain)[:-1]  # fmt: skip
+            self._children(job, children, out, missing_only=True)
         if job["spec"].get("parallelism") != spec.spec.size:
             problem = Root(Target.JOB, job).resize_problem()
             if problem is not None:
@@ -274,27 +313,21 @@ class Reconciler:
         digest = prepare(as_created, Target.JOB, cluster_domain=self.cluster_domain)[-1]
         return bool(digest["metadata"]["annotations"][SPEC_HASH] != annotations.get(SPEC_HASH))
 
-    def _complete(
+    def _children(
         self,
-        spec: MiniCluster,
-        job: dict[str, Any],
+        owner: dict[str, Any],
+        children: list[dict[str, Any]],
         out: Outcome,
-        children: list[dict[str, Any]] | None = None,
+        *,
+        missing_only: bool,
     ) -> None:
-        """Apply the Job's children that are missing (all of them right after
-        the Job's create; after an interrupted create, what it left out). The
-        Secret is created (POST) only when absent, so the key never changes,
-        even with two writers."""
-        reference = owner_reference(job)
-        fresh = children is not None
-        if children is None:
-            children = prepare(
-                operated(spec, self.operator_namespace),
-                Target.JOB,
-                cluster_domain=self.cluster_domain,
-            )[:-1]
+        """Apply the Job's children, owned by ``owner`` (all of them, or with
+        ``missing_only`` what an interrupted create left out). The Secret is
+        created (POST) only when absent, so the key never changes, even with
+        two writers."""
+        reference = owner_reference(owner)
         for obj in children:
-            if not fresh and self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
+            if missing_only and self.kube.get(obj["kind"], obj["metadata"]["name"]) is not None:
                 continue
             child = copy.deepcopy(obj)
             child["metadata"]["ownerReferences"] = [reference]
@@ -305,7 +338,7 @@ class Reconciler:
                     continue
             else:
                 self.kube.apply(child)
-            out.writes.append(f"{'apply' if fresh else 'apply missing'} {obj['kind']}")
+            out.writes.append(f"{'apply missing' if missing_only else 'apply'} {obj['kind']}")
 
     def _report(
         self,

@@ -1,0 +1,69 @@
+"""What the operator's watches have shown: MiniCluster resources, and the
+Jobs and pods fluxhop made for them, in kopf indexes.
+
+This is the operator's informer cache (what a Go controller's client reads
+from): kopf keeps each index from its watch, and calls no handler before
+every index is filled from its first listing, so a reconcile given
+``seen(...)`` needs no GET or LIST - an unchanged MiniCluster costs no
+request at all, and a thousand of them no more at a restart. Each value is
+the object as its last watch event had it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from fluxhop.operator.reconcile import Seen
+from fluxhop.render.objects import MINICLUSTER_LABEL
+from fluxhop.workload.marks import JOB_NAME
+
+__all__ = [
+    "GROUP",
+    "PLURAL",
+    "VERSION",
+    "fluxhop_jobs",
+    "fluxhop_pods",
+    "miniclusters",
+    "resource",
+    "seen",
+]
+
+GROUP, VERSION, PLURAL = "flux-framework.org", "v1alpha2", "miniclusters"
+Key = tuple[str, str]  # (namespace, name)
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+def miniclusters(namespace: str, name: str, body: Any, **_: Any) -> dict[Key, dict[str, Any]]:
+    return {(namespace, name): dict(body)}
+
+
+@kopf.index("batch", "v1", "jobs", labels={MINICLUSTER_LABEL: kopf.PRESENT})
+def fluxhop_jobs(namespace: str, name: str, body: Any, **_: Any) -> dict[Key, dict[str, Any]]:
+    return {(namespace, name): dict(body)}
+
+
+@kopf.index("", "v1", "pods", labels={MINICLUSTER_LABEL: kopf.PRESENT})
+def fluxhop_pods(namespace: str, labels: Any, body: Any, **_: Any) -> dict[Key, dict[str, Any]]:
+    """The pods by their Job's name (JOB_NAME: the Job controller's label)."""
+    job = labels.get(JOB_NAME)
+    return {(namespace, job): dict(body)} if job else {}
+
+
+def _one(index: Any, key: Key) -> dict[str, Any] | None:
+    found = list(index.get(key, ()))
+    return found[0] if found else None
+
+
+def seen(namespace: str, name: str, jobs: Any, pods: Any) -> Seen | None:
+    """MiniCluster ``name``'s Job and pods from the indexes kopf passes a
+    handler (None when it passed none: a test calling the handler)."""
+    if jobs is None or pods is None:
+        return None
+    return Seen(_one(jobs, (namespace, name)), list(pods.get((namespace, name), ())))
+
+
+def resource(namespace: str, name: str, index: Any) -> dict[str, Any] | None:
+    """The MiniCluster resource as its watch last showed it."""
+    return _one(index, (namespace, name))
