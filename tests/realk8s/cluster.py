@@ -45,6 +45,7 @@ from tests.realk8s.cleanup import RUN_DIR, leftovers, remove_created, sweep
 from tests.realk8s.components import (
     CLUSTER_DOMAIN,
     apiserver_flags,
+    audit_flags,
     controller_manager_flags,
     coredns_rbac,
     corefile,
@@ -80,6 +81,7 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     capacity: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
+    mark_only: bool = False  # its pods are marked Running, nothing runs (kubelet/marking.py)
 
 
 def free_port() -> int:
@@ -117,9 +119,15 @@ def healthy(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bo
 
 class LocalCluster:
     def __init__(
-        self, bin_dir: Path, nodes: list[NodeSpec], flux_prefix: Path | None = None
+        self,
+        bin_dir: Path,
+        nodes: list[NodeSpec],
+        flux_prefix: Path | None = None,
+        *,
+        audited: tuple[str, ...] = (),
     ) -> None:
         self.bin = bin_dir
+        self.audited = audited  # groups whose requests the API server logs (audit_log)
         self.node_specs = nodes
         self.flux_prefix = flux_prefix
         self.processes: dict[str, Process] = {}
@@ -131,6 +139,11 @@ class LocalCluster:
         self.started = 0.0
 
     # --- files ------------------------------------------------------------------------
+    @property
+    def audit_log(self) -> Path:
+        """The requests of the ``audited`` groups' users (tests/realk8s/audit.py)."""
+        return self.workdir / "audit" / "audit.log"
+
     def kubeconfig(
         self, name: str, *, pair: KeyPair | None = None, token: str | None = None
     ) -> Path:
@@ -184,7 +197,7 @@ class LocalCluster:
     def start_apiserver(self) -> None:
         flags = apiserver_flags(
             self.etcd_url, self.api_port, self.workdir / "pki", self.ca.cert, self.serving
-        )
+        ) + audit_flags(self.workdir / "audit", self.audited)
         self._k8s("kube-apiserver", *flags)
         wait_until(
             "the API server's /readyz",
@@ -307,6 +320,7 @@ class LocalCluster:
             "images": self.images(),
             "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
             "kubernetes_version": KUBERNETES_VERSION,
+            "mark_only": spec.mark_only,
         }
         path = root / "config.json"
         path.write_text(json.dumps(config))

@@ -10,6 +10,7 @@ finish quickly.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "NODE_GRACE",
     "SERVICE_RANGE",
     "apiserver_flags",
+    "audit_flags",
     "controller_manager_flags",
     "coredns_rbac",
     "corefile",
@@ -104,6 +106,30 @@ def apiserver_flags(etcd_url: str, port: int, pki: Path, ca: Path, serving: KeyP
         f"--default-not-ready-toleration-seconds={EVICTION_TOLERATION}",
         f"--default-unreachable-toleration-seconds={EVICTION_TOLERATION}",
         "--profiling=false",
+    ]
+
+
+def audit_flags(directory: Path, groups: tuple[str, ...]) -> list[str]:
+    """The API server's audit log of every request made by a user in one of
+    ``groups`` (at level Metadata: who, verb, resource, when; no bodies), and
+    of nothing else; the policy is written to ``directory``. A benchmark
+    counts an operator's requests from it (tests/realk8s/audit.py)."""
+    if not groups:
+        return []
+    policy = {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived"],
+        "rules": [{"level": "Metadata", "userGroups": list(groups)}, {"level": "None"}],
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "audit-policy.json"
+    path.write_text(json.dumps(policy))
+    return [
+        f"--audit-policy-file={path}",
+        f"--audit-log-path={directory / 'audit.log'}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",  # every request in the log when it is answered
     ]
 
 

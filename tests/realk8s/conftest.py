@@ -32,6 +32,7 @@ from tests.realk8s.tools import kubectl
 HERE = Path(__file__).parent
 FAULT = "fluxhop.test/fault"
 SPARE = "fluxhop.test/spare"
+MARKED = "fluxhop.test/marked"
 NODES = [
     NodeSpec(
         "node-a", labels={"topology.kubernetes.io/zone": "zone-a"}, capacity={"nvidia.com/gpu": "2"}
@@ -53,7 +54,18 @@ NODES = [
         )
         for name in ("node-d", "node-e")
     ),
+    # a node that marks its pods Running and starts nothing (kubelet/marking.py):
+    # only pods that tolerate its taint land there
+    NodeSpec(
+        "node-m",
+        labels={"topology.kubernetes.io/zone": "zone-m"},
+        taints=[{"key": MARKED, "value": "yes", "effect": "NoSchedule"}],
+        mark_only=True,
+    ),
 ]
+# The API server's audit log holds the requests of this namespace's
+# ServiceAccounts, and of no one else (tests/realk8s/audit.py)
+AUDITED_NAMESPACE = "fluxhop-audited"
 
 
 def missing_cluster() -> str | None:
@@ -93,7 +105,12 @@ def cluster() -> Iterator[LocalCluster]:
     directory = bin_dir()
     assert directory is not None
     prefix = flux_prefix() if missing_flux() is None else None
-    local = LocalCluster(directory, NODES, flux_prefix=prefix)
+    local = LocalCluster(
+        directory,
+        NODES,
+        flux_prefix=prefix,
+        audited=(f"system:serviceaccounts:{AUDITED_NAMESPACE}",),
+    )
     try:
         local.start()
     except ClusterError as error:
