@@ -36,10 +36,11 @@ from tests.realk8s.controllers import established
 from tests.realk8s.processes import Process
 from tests.realk8s.tools import kubectl
 
-__all__ = ["NAMESPACE", "FluxOperator", "missing_flux_operator"]
+__all__ = ["NAMESPACE", "USER", "FluxOperator", "missing_flux_operator"]
 
 # upstream's kustomize (config/default) puts it in operator-system with the prefix operator-
 NAMESPACE, ACCOUNT, ROLE = "operator-system", "operator-controller-manager", "operator-manager-role"
+USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"  # as the API server names it
 CRD = CONFORMANCE / "crds" / "flux-framework.org_miniclusters.yaml"
 CRD_NAME = "miniclusters.flux-framework.org"
 ALL_MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/miniclusters"
@@ -140,6 +141,9 @@ class FluxOperator:
             raise ClusterError(f"{error}: {miniclusters(self.cluster)}") from None
         self._crd(CRD)
         self._apply(rbac())
+        return self._run()
+
+    def _run(self) -> FluxOperator:
         token = self.cluster.token(NAMESPACE, ACCOUNT, seconds=24 * 3600)
         kubeconfig = self.cluster.kubeconfig("flux-operator", token=token)
         binary = FLUX_OPERATOR.binary()
@@ -158,6 +162,13 @@ class FluxOperator:
                    lambda: healthy(f"http://127.0.0.1:{self.health}/readyz"), 120,
                    [self.process])  # fmt: skip
         return self
+
+    def restart(self) -> FluxOperator:
+        """The process stopped and started again, its MiniClusters left as
+        they are: it lists them all and reconciles each (a resync)."""
+        if self.process is not None:
+            self.process.stop()
+        return self._run()
 
     def log(self, lines: int = 60) -> str:
         return self.process.tail(lines) if self.process is not None else ""
