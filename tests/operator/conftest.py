@@ -10,6 +10,14 @@ from tests.cluster.fakeexec import exec_through_fake
 from tests.operator.rank0 import Rank0
 
 
+@pytest.fixture(autouse=True)
+def forgetful_operator(monkeypatch):
+    """Each test's operator remembers only its own writes (operator/cache.py)."""
+    from fluxhop.operator import cache
+
+    monkeypatch.setattr(cache, "_written", {})
+
+
 @pytest.fixture
 def fake():
     server = FakeAPIServer()

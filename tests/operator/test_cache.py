@@ -49,7 +49,7 @@ def settled(fake, connected, kube):  # noqa: F811 - the fixture imported above
         pods = fake.objects(kinds=("Pod",))
         if len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods):
             break
-    handlers.on_pod(body=pods[0], namespace="default", **indexes(fake))
+    handlers.on_pod(body=pods[0], namespace="default", type="MODIFIED", **indexes(fake))
     assert conditions(fake.get("MiniCluster", "demo"))["Ready"] == "True"
     return fake
 
@@ -58,10 +58,10 @@ def test_a_settled_resource_is_reconciled_without_a_request(settled):
     before = len(settled.requests)
     found = indexes(settled)
     body = settled.get("MiniCluster", "demo")
-    handlers.on_minicluster(body=body, namespace="default", **found)
+    handlers.on_minicluster(body=body, namespace="default", type="MODIFIED", **found)
     for pod in settled.objects(kinds=("Pod",)):
-        handlers.on_pod(body=pod, namespace="default", **found)
-    handlers.on_job(body=settled.get("Job", "demo"), namespace="default", **found)
+        handlers.on_pod(body=pod, namespace="default", type="MODIFIED", **found)
+    handlers.on_job(body=settled.get("Job", "demo"), namespace="default", type="MODIFIED", **found)
     assert settled.requests[before:] == []
 
 
@@ -69,7 +69,7 @@ def test_a_deleted_job_is_made_again_from_its_event(settled, kube):
     job = settled.get("Job", "demo")
     kube.delete("Job", "demo")
     settled.reconcile()
-    handlers.on_job(body=job, namespace="default", **indexes(settled))
+    handlers.on_job(body=job, namespace="default", type="DELETED", **indexes(settled))
     assert settled.get("Job", "demo")["metadata"]["uid"] != job["metadata"]["uid"]
 
 
@@ -77,7 +77,9 @@ def test_a_pod_whose_job_the_watch_has_not_shown_waits_for_the_job_event(settled
     found = indexes(settled)
     found["fluxhop_jobs"] = {}
     before = len(settled.requests)
-    handlers.on_pod(body=settled.objects(kinds=("Pod",))[0], namespace="default", **found)
+    handlers.on_pod(
+        body=settled.objects(kinds=("Pod",))[0], namespace="default", type="MODIFIED", **found
+    )
     assert settled.requests[before:] == []
 
 
@@ -88,7 +90,7 @@ def test_a_resource_being_deleted_is_not_made_again(settled, kube):
     job = settled.get("Job", "demo")
     kube.delete("Job", "demo")
     found["fluxhop_jobs"] = {}
-    handlers.on_job(body=job, namespace="default", **found)
+    handlers.on_job(body=job, namespace="default", type="DELETED", **found)
     assert settled.get("Job", "demo") is None
 
 
@@ -100,7 +102,9 @@ def test_the_first_reconcile_behind_the_watch_still_counts_the_resource_as_ours(
     (cr,) = found["miniclusters"][("default", "demo")]
     del cr["metadata"]["annotations"][OPERATED]
     cr["status"] = {}  # as before the first status
-    handlers.on_pod(body=settled.objects(kinds=("Pod",))[0], namespace="default", **found)
+    handlers.on_pod(
+        body=settled.objects(kinds=("Pod",))[0], namespace="default", type="MODIFIED", **found
+    )
     assert conditions(settled.get("MiniCluster", "demo"))["Ready"] == "True"
     writes = [r.verb for r in settled.requests if r.verb != "GET"]
     assert "PATCH" in writes  # the status written again, from the pods it saw
@@ -108,7 +112,9 @@ def test_the_first_reconcile_behind_the_watch_still_counts_the_resource_as_ours(
     (job,) = found["fluxhop_jobs"][("default", "demo")]
     job["metadata"]["ownerReferences"] = []  # a Job the operator did not make
     before = len(settled.requests)
-    handlers.on_pod(body=settled.objects(kinds=("Pod",))[0], namespace="default", **found)
+    handlers.on_pod(
+        body=settled.objects(kinds=("Pod",))[0], namespace="default", type="MODIFIED", **found
+    )
     assert settled.requests[before:] == []
 
 
@@ -124,3 +130,30 @@ def test_seen_keeps_the_pods_of_this_job_only():
 def test_no_indexes_passed_is_no_cache():
     assert cache.seen("default", "demo", None, {}) is None
     assert cache.seen("default", "demo", {}, {}) == Seen(None, [])
+
+
+def test_a_lagging_copy_of_the_resource_does_not_write_again(settled):
+    """What the operator wrote is newer than a watch that lags behind it: the
+    resource's copy without the marks and the status makes no write."""
+    found = indexes(settled)
+    (cr,) = found["miniclusters"][("default", "demo")]
+    for key in [k for k in cr["metadata"]["annotations"] if k.startswith("fluxhop.io/")]:
+        del cr["metadata"]["annotations"][key]
+    cr["status"] = {}
+    before = len(settled.requests)
+    handlers.on_pod(
+        body=settled.objects(kinds=("Pod",))[0], namespace="default", type="MODIFIED", **found
+    )
+    assert settled.requests[before:] == []
+
+
+def test_the_listing_at_start_is_left_to_the_resources_resume_handler(settled):
+    found = indexes(settled)
+    kube_job = settled.get("Job", "demo")
+    settled.store.pop(("Job", "default", "demo"))  # a reconcile would make it again
+    found["fluxhop_jobs"] = {}
+    handlers.on_job(body=kube_job, namespace="default", type=None, **found)
+    handlers.on_pod(
+        body=settled.objects(kinds=("Pod",))[0], namespace="default", type=None, **found
+    )
+    assert settled.get("Job", "demo") is None

@@ -210,8 +210,19 @@ def replicas(tmp_path):
         world = Cluster(fake, url, tmp_path)
         (tmp_path / "low").mkdir()
         low = Cluster(fake, url, tmp_path / "low")
+        peers = lambda: (
+            (fake.store.get(("KopfPeering", "default", "fluxhop-operator")) or {}).get(  # noqa: E731
+                "status"
+            )
+            or {}
+        )
+        # the high one in the peering before the low one starts: the low one
+        # then sees it at its first look and stands by from the start (a
+        # replica that has not seen its peer yet works as if alone)
         world.start_operator(priority=20)
+        world.until("the high replica in the peering", lambda: len(peers()) == 1)
         low.start_operator(priority=10)
+        world.until("both replicas in the peering", lambda: len(peers()) == 2)
         yield world, low
         assert fake.refused == []
         for each in (world, low):

@@ -48,7 +48,7 @@ def test_pod_events_bring_the_status_up_to_date(fake, connected, kube):
         if len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods):
             break
     for pod in pods:
-        handlers.on_pod(body=pod, namespace="default")
+        handlers.on_pod(body=pod, namespace="default", type="MODIFIED")
     cr = fake.get("MiniCluster", "demo")
     assert conditions(cr)["Ready"] == "True" and cr["status"]["brokersUp"] == 2
 
@@ -61,7 +61,7 @@ def test_pods_of_other_minicluster_kinds_are_left_alone(fake, connected, kube):
     fake.reconcile()
     (pod,) = fake.objects(kinds=("Pod",))
     before = len(fake.requests)
-    handlers.on_pod(body=pod, namespace="default")
+    handlers.on_pod(body=pod, namespace="default", type="MODIFIED")
     assert [r.verb for r in fake.requests[before:]] == ["GET"]  # looked, wrote nothing
 
 

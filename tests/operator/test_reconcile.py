@@ -187,7 +187,7 @@ def test_above_max_size_is_refused_with_the_clis_line(fake, apply, reconciler, k
 
 def test_a_change_a_running_minicluster_cannot_take_is_reported(fake, apply, reconciler, kube):
     apply(resource())
-    reconciler.reconcile(current(fake))
+    settle(fake, reconciler)  # its pods' progress is not what changes below
     job = fake.get("Job", "demo")
     kube.merge_patch("MiniCluster", "demo", {"spec": {"containers": [{"image": "ubuntu:plucky"}]}})
     out = reconciler.reconcile(current(fake))

@@ -15,7 +15,7 @@ from typing import Any
 
 import kopf
 
-from fluxhop.operator.reconcile import Seen
+from fluxhop.operator.reconcile import Outcome, Seen, Written
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME
 
@@ -25,7 +25,9 @@ __all__ = [
     "VERSION",
     "fluxhop_jobs",
     "fluxhop_pods",
+    "forget",
     "miniclusters",
+    "remember",
     "resource",
     "seen",
 ]
@@ -56,12 +58,36 @@ def _one(index: Any, key: Key) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def seen(namespace: str, name: str, jobs: Any, pods: Any) -> Seen | None:
+# What the operator last wrote on each resource, by (namespace, name): the
+# resource's uid and the writes. Read and written under the handlers' lock of
+# that MiniCluster; forgotten when the resource is gone.
+_written: dict[Key, tuple[str, Written]] = {}
+
+
+def seen(namespace: str, name: str, jobs: Any, pods: Any, uid: str = "") -> Seen | None:
     """MiniCluster ``name``'s Job and pods from the indexes kopf passes a
-    handler (None when it passed none: a test calling the handler)."""
+    handler (None when it passed none: a test calling the handler), and what
+    was last written on it (if it is resource ``uid``, not an earlier one of
+    the same name)."""
     if jobs is None or pods is None:
         return None
-    return Seen(_one(jobs, (namespace, name)), list(pods.get((namespace, name), ())))
+    job = _one(jobs, (namespace, name))
+    last_uid, written = _written.get((namespace, name), ("", Written()))
+    if not uid or last_uid != uid:
+        written = Written()
+    return Seen(job, list(pods.get((namespace, name), ())), written)
+
+
+def remember(cr: Any, outcome: Outcome) -> None:
+    """Keep what a reconcile of ``cr`` wrote, for the next one."""
+    meta = cr["metadata"]
+    key, uid = (meta["namespace"], meta["name"]), meta.get("uid", "")
+    last_uid, last = _written.get(key, ("", Written()))
+    _written[key] = (uid, (last if last_uid == uid else Written()).after(outcome))
+
+
+def forget(namespace: str, name: str) -> None:
+    _written.pop((namespace, name), None)
 
 
 def resource(namespace: str, name: str, index: Any) -> dict[str, Any] | None:

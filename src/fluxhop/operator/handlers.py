@@ -170,16 +170,16 @@ def on_minicluster(
 ) -> None:
     """Reconcile the resource (from what the watches have shown: kopf passes
     its indexes); a failure is on its status and in an event."""
+    name, uid = body["metadata"]["name"], body["metadata"].get("uid", "")
     try:
-        with _one_at_a_time(namespace, body["metadata"]["name"]):
-            seen = cache.seen(namespace, body["metadata"]["name"], fluxhop_jobs, fluxhop_pods)
+        with _one_at_a_time(namespace, name):
+            seen = cache.seen(namespace, name, fluxhop_jobs, fluxhop_pods, uid)
             outcome = reconcile_in(namespace, dict(body), seen)
+            cache.remember(body, outcome)
     except FluxhopError as err:  # the API refused us: try again later (kopf backs off)
         raise kopf.TemporaryError(str(err), delay=10) from None
     if outcome.writes:
-        LOG.info(
-            "MiniCluster %s/%s: %s", namespace, body["metadata"]["name"], ", ".join(outcome.writes)
-        )
+        LOG.info("MiniCluster %s/%s: %s", namespace, name, ", ".join(outcome.writes))
 
 
 def _remember_lead(pod: dict[str, Any], namespace: str, name: str, event: str | None) -> None:
@@ -212,6 +212,8 @@ def on_pod(
     """A broker pod changed: bring its MiniCluster resource's status up to date."""
     name = body["metadata"]["labels"][MINICLUSTER_LABEL]
     _remember_lead(dict(body), namespace, name, type)
+    if type is None:
+        return  # the listing at start: the resource's own resume handler reconciles it
     _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=False)
 
 
@@ -219,6 +221,7 @@ def on_pod(
 def on_job(
     body: Any,
     namespace: str,
+    type: str | None = None,
     miniclusters: Any = None,
     fluxhop_jobs: Any = None,
     fluxhop_pods: Any = None,
@@ -226,6 +229,8 @@ def on_job(
 ) -> None:
     """A MiniCluster's Job changed (it finished, or someone deleted it): the
     same, and a deleted Job is made again."""
+    if type is None:
+        return  # the listing at start: the resource's own resume handler reconciles it
     name = body["metadata"]["labels"][MINICLUSTER_LABEL]
     _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=True)
 
@@ -239,17 +244,21 @@ def _follow(
     kube = connect(namespace)
     try:
         with _one_at_a_time(namespace, name):
-            seen = cache.seen(namespace, name, jobs, pods)
-            if seen is not None and seen.job is None and not job_event:
-                return  # the Job's watch is behind, or the Job is gone: its event reconciles
             cr = cache.resource(namespace, name, index) if index is not None else None
             if index is None:  # no index passed (a test): ask the API server
                 cr = kube.get("MiniCluster", name)
-            if cr is None or cr["metadata"].get("deletionTimestamp") or not _operated(cr, seen):
-                return  # gone or going (its Job going with it is not to be made again)
+            if cr is None:
+                cache.forget(namespace, name)
+                return
+            seen = cache.seen(namespace, name, jobs, pods, cr["metadata"].get("uid", ""))
+            if seen is not None and seen.job is None and not job_event:
+                return  # the Job's watch is behind, or the Job is gone: its event reconciles
+            if cr["metadata"].get("deletionTimestamp") or not _operated(cr, seen):
+                return  # going (its Job going with it is not to be made again), or not ours
             if not _selected(cr["metadata"].get("labels") or {}):
                 return
-            Reconciler(MiniClusters(kube), operator_namespace=own_namespace).reconcile(cr, seen)
+            reconciler = Reconciler(MiniClusters(kube), operator_namespace=own_namespace)
+            cache.remember(cr, reconciler.reconcile(cr, seen))
     except FluxhopError as err:
         LOG.warning("MiniCluster %s/%s: %s", namespace, name, err)
 

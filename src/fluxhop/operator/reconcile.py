@@ -64,6 +64,7 @@ __all__ = [
     "Outcome",
     "Reconciler",
     "Seen",
+    "Written",
     "document",
     "post_event",
     "resource_hash",
@@ -160,12 +161,32 @@ def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
 
 
 @dataclass(frozen=True)
+class Written:
+    """What this operator last wrote on a resource: the marks (annotations)
+    and the status. A watch's copy of the resource can lag behind its own
+    writes; compared with that copy, a reconcile would write them again (and
+    post its events twice)."""
+
+    annotations: dict[str, str] = field(default_factory=dict)
+    status: dict[str, Any] | None = None
+
+    def after(self, out: Outcome) -> Written:
+        """What is written once ``out``'s reconcile has run."""
+        return Written(
+            {**self.annotations, **out.annotations},
+            out.status if out.status is not None else self.status,
+        )
+
+
+@dataclass(frozen=True)
 class Seen:
     """A MiniCluster's Job (None: there is none) and pods as the operator's
-    watches last showed them: a reconcile given these reads nothing."""
+    watches last showed them, and what it last wrote on the resource: a
+    reconcile given these reads nothing."""
 
     job: dict[str, Any] | None
     pods: list[dict[str, Any]] = field(default_factory=list)
+    written: Written = field(default_factory=Written)
 
     def pods_of(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         """The pods of ``job`` itself (not of an earlier Job of the same name)."""
@@ -183,7 +204,8 @@ class Outcome:
 
     writes: list[str] = field(default_factory=list)
     problem: Problem | None = None
-    status: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None  # the resource's status as it now is
+    annotations: dict[str, str] = field(default_factory=dict)  # the marks it wrote
 
 
 class Reconciler:
@@ -211,6 +233,7 @@ class Reconciler:
         """Bring ``cr``'s objects and status to what it asks for; what it
         reads comes from ``seen`` where given, else from the API server."""
         out = Outcome()
+        self._written = seen.written if seen is not None else Written()
         name = cr["metadata"]["name"]
         try:
             spec = spec_of(cr, self.kube.namespace)
@@ -240,10 +263,11 @@ class Reconciler:
             CONFIG_DIR: DEFAULT_PATHS.config_dir,
             LEAD_CONTAINER: spec.name,
         }
-        current = cr["metadata"].get("annotations") or {}
+        current = {**(cr["metadata"].get("annotations") or {}), **self._written.annotations}
         if any(current.get(k) != v for k, v in wanted.items()):
             self.kube.merge_patch("MiniCluster", spec.name, {"metadata": {"annotations": wanted}})
             out.writes.append("patch resource annotations")
+            out.annotations = wanted
 
     def _create(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> dict[str, Any]:
         """The children first, then the Job (POST, atomic: of two replicas
@@ -353,7 +377,8 @@ class Reconciler:
         out.status = status
         # status.autoscale is the autoscaler's (operator/autoscaling.py): the
         # merge patch below leaves it as it is
-        previous = {k: v for k, v in (cr.get("status") or {}).items() if k != AUTOSCALE_STATUS}
+        last = self._written.status if self._written.status is not None else cr.get("status")
+        previous = {k: v for k, v in (last or {}).items() if k != AUTOSCALE_STATUS}
         if status == previous:
             return
         before = {c.get("type"): c.get("status") for c in previous.get("conditions") or []}
