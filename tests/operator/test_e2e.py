@@ -210,12 +210,11 @@ def replicas(tmp_path):
         world = Cluster(fake, url, tmp_path)
         (tmp_path / "low").mkdir()
         low = Cluster(fake, url, tmp_path / "low")
-        peers = lambda: (
-            (fake.store.get(("KopfPeering", "default", "fluxhop-operator")) or {}).get(  # noqa: E731
-                "status"
-            )
-            or {}
-        )
+
+        def peers() -> dict[str, Any]:
+            found = fake.store.get(("KopfPeering", "default", "fluxhop-operator")) or {}
+            return dict(found.get("status") or {})
+
         # the high one in the peering before the low one starts: the low one
         # then sees it at its first look and stands by from the start (a
         # replica that has not seen its peer yet works as if alone)
