@@ -140,11 +140,19 @@ def test_a_lagging_copy_of_the_resource_does_not_write_again(settled):
     for key in [k for k in cr["metadata"]["annotations"] if k.startswith("fluxhop.io/")]:
         del cr["metadata"]["annotations"][key]
     cr["status"] = {}
+    cr["metadata"]["resourceVersion"] = "1"  # the watch's copy of long before
     before = len(settled.requests)
-    handlers.on_pod(
-        body=settled.objects(kinds=("Pod",))[0], namespace="default", type="MODIFIED", **found
-    )
+    pod = settled.objects(kinds=("Pod",))[0]
+    handlers.on_pod(body=pod, namespace="default", type="MODIFIED", **found)
     assert settled.requests[before:] == []
+
+    # a copy as new as the last write is the truth: here, a status someone
+    # else changed since (another replica) is written again
+    stored = settled.store[("MiniCluster", "default", "demo")]
+    stored["status"]["brokersUp"] = 0
+    stored["metadata"]["resourceVersion"] = str(10**9)
+    handlers.on_pod(body=pod, namespace="default", type="MODIFIED", **indexes(settled))
+    assert settled.get("MiniCluster", "demo")["status"]["brokersUp"] == 2
 
 
 def test_the_listing_at_start_is_left_to_the_resources_resume_handler(settled):

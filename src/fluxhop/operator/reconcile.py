@@ -169,13 +169,24 @@ class Written:
 
     annotations: dict[str, str] = field(default_factory=dict)
     status: dict[str, Any] | None = None
+    version: str = ""  # the resource's resourceVersion after the last write
 
     def after(self, out: Outcome) -> Written:
         """What is written once ``out``'s reconcile has run."""
         return Written(
             {**self.annotations, **out.annotations},
             out.status if out.status is not None else self.status,
+            out.version or self.version,
         )
+
+    def behind(self, cr: dict[str, Any]) -> bool:
+        """Whether ``cr`` is older than the last write (the watch lags): only
+        then is this newer than it. A copy that has caught up is the truth,
+        with whatever others wrote since (another replica before this one)."""
+        try:
+            return int(cr["metadata"].get("resourceVersion") or 0) < int(self.version)
+        except ValueError:  # not an etcd revision: trust the copy
+            return False
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,7 @@ class Outcome:
     problem: Problem | None = None
     status: dict[str, Any] | None = None  # the resource's status as it now is
     annotations: dict[str, str] = field(default_factory=dict)  # the marks it wrote
+    version: str = ""  # the resource's resourceVersion after its last write
 
 
 class Reconciler:
@@ -234,6 +246,8 @@ class Reconciler:
         reads comes from ``seen`` where given, else from the API server."""
         out = Outcome()
         self._written = seen.written if seen is not None else Written()
+        if not self._written.behind(cr):
+            self._written = Written()
         name = cr["metadata"]["name"]
         try:
             spec = spec_of(cr, self.kube.namespace)
@@ -265,9 +279,12 @@ class Reconciler:
         }
         current = {**(cr["metadata"].get("annotations") or {}), **self._written.annotations}
         if any(current.get(k) != v for k, v in wanted.items()):
-            self.kube.merge_patch("MiniCluster", spec.name, {"metadata": {"annotations": wanted}})
+            done = self.kube.merge_patch(
+                "MiniCluster", spec.name, {"metadata": {"annotations": wanted}}
+            )
             out.writes.append("patch resource annotations")
             out.annotations = wanted
+            out.version = str(done["metadata"].get("resourceVersion") or "")
 
     def _create(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> dict[str, Any]:
         """The children first, then the Job (POST, atomic: of two replicas
@@ -382,8 +399,9 @@ class Reconciler:
         if status == previous:
             return
         before = {c.get("type"): c.get("status") for c in previous.get("conditions") or []}
-        self.kube.patch_status("MiniCluster", cr["metadata"]["name"], status)
+        done = self.kube.patch_status("MiniCluster", cr["metadata"]["name"], status)
         out.writes.append("patch status")
+        out.version = str(done["metadata"].get("resourceVersion") or "")
         for condition in status["conditions"]:
             if before.get(condition["type"]) == condition["status"]:
                 continue  # events only on a transition, never on a resync
