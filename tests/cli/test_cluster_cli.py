@@ -122,6 +122,15 @@ def test_ctrl_c_with_keep_keeps(cli_cluster, kubeconfig, capsys, monkeypatch):
 
 
 def test_create_get_list_logs_scale_delete(cli_cluster, kubeconfig, capsys):
+    said: set[str] = set()
+
+    def running(pod, index):  # rank 0 says hello and goes on: a running MiniCluster scales
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if index == 0 and key not in said:
+            said.add(key)
+            cli_cluster.logs.setdefault(key, []).append("hello from rank 0\n")
+
+    cli_cluster.runner = running
     code, _, err = cli(
         capsys, *create_args(kubeconfig, "--max-size", "4", "--image", "ubuntu", "--", "hostname")
     )

@@ -23,6 +23,7 @@ from fluxhop.errors import (
     WaitTimeout,
 )
 from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.workload.status import job_state
 from tests.cluster.fixtures import SERVER, foreign_job
 
 CHILDREN = [
@@ -355,6 +356,19 @@ def test_scale_within_max_size(fake, ops):
     assert scaled.size == 3
     with pytest.raises(Exception, match="above the MiniCluster's maxSize 4"):
         ops.scale(scaled, 5)
+
+
+def test_a_finished_minicluster_is_not_resized(fake, ops):
+    # Kubernetes takes a new size on a finished Job and starts nothing
+    ops.create(spec(max_size=4))
+    for _ in range(50):  # controller steps, until the Job has ended
+        fake.reconcile()
+        job = fake.get("Job", "demo")
+        if job_state(job) == "Succeeded":
+            break
+    with pytest.raises(InputError, match="has succeeded: its Job has finished"):
+        ops.scale(ops.require("demo"), 3)
+    assert fake.get("Job", "demo") == job  # untouched
 
 
 def test_find_ignores_objects_fluxhop_did_not_create(fake, ops):

@@ -5,11 +5,12 @@ from the fake API server's store, as kopf builds them from its watches."""
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 import pytest
 
-from fluxhop.operator import cache, handlers
+from fluxhop.operator import cache, handlers, reconcile
 from fluxhop.operator.reconcile import OPERATED, Seen
 from tests.operator.test_handlers import connected  # noqa: F401 - a fixture
 from tests.operator.test_reconcile import conditions, resource
@@ -44,12 +45,14 @@ def settled(fake, connected, kube):  # noqa: F811 - the fixture imported above
     """MiniCluster demo created, its 2 pods Running and its status Ready."""
     kube.apply(resource())
     handlers.on_minicluster(body=fake.get("MiniCluster", "demo"), namespace="default")
-    for _ in range(50):
+    for _ in range(50):  # until the pods run and a look at them writes nothing more
         fake.reconcile()
         pods = fake.objects(kinds=("Pod",))
-        if len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods):
+        before = len(fake.requests)
+        handlers.on_pod(body=pods[0], namespace="default", type="MODIFIED", **indexes(fake))
+        running = len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods)
+        if running and not [r for r in fake.requests[before:] if r.method != "GET"]:
             break
-    handlers.on_pod(body=pods[0], namespace="default", type="MODIFIED", **indexes(fake))
     assert conditions(fake.get("MiniCluster", "demo"))["Ready"] == "True"
     return fake
 
@@ -132,9 +135,19 @@ def test_no_indexes_passed_is_no_cache():
     assert cache.seen("default", "demo", {}, {}) == Seen(None, [])
 
 
-def test_a_lagging_copy_of_the_resource_does_not_write_again(settled):
+class _Later(datetime):
+    """The clock an hour on: a condition made anew would get another time."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+        return datetime.now(tz) + timedelta(hours=1)
+
+
+def test_a_lagging_copy_of_the_resource_does_not_write_again(settled, monkeypatch):
     """What the operator wrote is newer than a watch that lags behind it: the
-    resource's copy without the marks and the status makes no write."""
+    resource's copy without the marks and the status makes no write, even
+    in a later second (its conditions keep the times written)."""
+    monkeypatch.setattr(reconcile, "datetime", _Later)
     found = indexes(settled)
     (cr,) = found["miniclusters"][("default", "demo")]
     for key in [k for k in cr["metadata"]["annotations"] if k.startswith("fluxhop.io/")]:

@@ -14,6 +14,7 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import SpecError
 from fluxhop.operator.reconcile import RESOURCE_HASH, Reconciler
 from fluxhop.spec import MiniCluster
+from fluxhop.workload.status import job_state
 from tests.cluster.kueue import Kueue
 from tests.conformance import CONFORMANCE
 
@@ -198,6 +199,23 @@ def test_a_change_a_running_minicluster_cannot_take_is_reported(fake, apply, rec
     assert ("Warning", "SpecChangeRefused") in events(fake)
     again = reconciler.reconcile(current(fake))
     assert again.writes == []  # reported once, not on every resync
+
+
+def test_a_finished_minicluster_is_not_resized(fake, apply, reconciler, kube):
+    command = [{"image": "ubuntu:noble", "command": "hostname"}]
+    apply(resource(maxSize=4, interactive=False, containers=command))
+    for _ in range(50):  # controller steps, until the Job has ended
+        settle(fake, reconciler)
+        if conditions(current(fake)).get("Succeeded") == "True":
+            break
+    job = fake.get("Job", "demo")
+    assert job_state(job) == "Succeeded"
+    kube.merge_patch("MiniCluster", "demo", {"spec": {"size": 3}})
+    out = reconciler.reconcile(current(fake))
+    assert out.problem is not None and out.problem.reason == "ResizeRefused"
+    assert "has succeeded: its Job has finished" in out.problem.message
+    assert fake.get("Job", "demo") == job  # not patched: it would start nothing
+    assert ("Normal", "Scaled") not in events(fake)
 
 
 @pytest.fixture

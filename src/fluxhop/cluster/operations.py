@@ -45,6 +45,8 @@ from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
     Status,
     completion_index,
+    ended_resize_problem,
+    job_state,
     started,
     status_of,
 )
@@ -241,7 +243,9 @@ class MiniClusters(Waiting):
             raise InputError(
                 "a JobSet MiniCluster cannot be resized; create it with --target job to scale it"
             )
-        problem = root.resize_problem()
+        problem = root.resize_problem() or ended_resize_problem(
+            root.name, job_state(self._workload(root))
+        )
         if problem is not None:
             raise InputError(problem)
         if root.target is Target.JOB:

@@ -54,6 +54,7 @@ from fluxhop.workload.marks import (
     prepare,
 )
 from fluxhop.workload.root import Root
+from fluxhop.workload.status import ended_resize_problem, job_state
 
 __all__ = [
     "AUTOSCALE_STATUS",
@@ -331,7 +332,9 @@ class Reconciler:
                                cluster_domain=self.cluster_domain)[:-1]  # fmt: skip
             self._children(job, children, out, missing_only=True)
         if job["spec"].get("parallelism") != spec.spec.size:
-            problem = Root(Target.JOB, job).resize_problem()
+            problem = Root(Target.JOB, job).resize_problem() or ended_resize_problem(
+                spec.name, job_state(job)
+            )
             if problem is not None:
                 out.problem = Problem("SpecApplied", "ResizeRefused", problem)
                 return job
@@ -390,11 +393,14 @@ class Reconciler:
         out: Outcome,
     ) -> None:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = resource_status(cr, job, pods, max_size=max_size, now=now, problem=out.problem)
+        last = self._written.status if self._written.status is not None else cr.get("status")
+        # the conditions' transition times come from the last status written,
+        # not from a copy that lags behind it (else a new second is a change)
+        known = {**cr, "status": last}
+        status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem)
         out.status = status
         # status.autoscale is the autoscaler's (operator/autoscaling.py): the
         # merge patch below leaves it as it is
-        last = self._written.status if self._written.status is not None else cr.get("status")
         previous = {k: v for k, v in (last or {}).items() if k != AUTOSCALE_STATUS}
         if status == previous:
             return

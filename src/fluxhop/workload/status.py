@@ -21,8 +21,10 @@ __all__ = [
     "conditions",
     "disrupted",
     "disruption",
+    "ended_resize_problem",
     "exit_code",
     "failed",
+    "job_state",
     "running_lead",
     "started",
     "status_of",
@@ -229,6 +231,26 @@ def completed(obj: dict[str, Any]) -> bool:
     before Complete, once the other pods are stopped); JobSet says Completed."""
     done = conditions(obj)
     return "True" in (done.get("Complete"), done.get("Completed"), done.get("SuccessCriteriaMet"))
+
+
+def ended_resize_problem(name: str, state: str | None) -> str | None:
+    """Why a MiniCluster whose job has ended (``state`` Succeeded or Failed)
+    cannot be resized, or None. Kubernetes takes a new size on a finished
+    Job and starts nothing (its controller no longer looks at it), so the
+    change would be accepted and do nothing: say so instead."""
+    if state not in ("Succeeded", "Failed"):
+        return None
+    return (
+        f"MiniCluster {name} has {state.lower()}: its Job has finished and starts no more "
+        "pods, so a new size would change nothing; create it again to run more"
+    )
+
+
+def job_state(job: dict[str, Any]) -> str | None:
+    """Succeeded or Failed once the Job has ended (or is ending so), else None."""
+    if failed(job):
+        return "Failed"
+    return "Succeeded" if completed(job) else None
 
 
 def status_of(
