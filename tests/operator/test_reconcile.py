@@ -201,6 +201,23 @@ def test_a_change_a_running_minicluster_cannot_take_is_reported(fake, apply, rec
     assert again.writes == []  # reported once, not on every resync
 
 
+def test_what_fluxhop_leaves_out_of_a_resource_is_said_in_an_event(fake, apply, reconciler):
+    apply(resource(logging={"timed": True}))
+    apply(resource(name="plain"))
+    reconciler.reconcile(current(fake))
+    reconciler.reconcile(current(fake, "plain"))
+
+    def said() -> list[dict]:
+        return [o for (k, _, _), o in fake.store.items()
+                if k == "Event" and o["reason"] == "SpecWarning"]  # fmt: skip
+
+    assert [e["involvedObject"]["name"] for e in said()] == ["demo"]
+    assert said()[0]["type"] == "Warning"
+    assert said()[0]["message"].startswith("spec.logging.timed is ignored: ")
+    reconciler.reconcile(current(fake))  # once, with the Job: not on every resync
+    assert len(said()) == 1
+
+
 def test_a_finished_minicluster_is_not_resized(fake, apply, reconciler, kube):
     command = [{"image": "ubuntu:noble", "command": "hostname"}]
     apply(resource(maxSize=4, interactive=False, containers=command))

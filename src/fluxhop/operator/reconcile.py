@@ -38,7 +38,7 @@ from typing import Any
 
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.errors import AlreadyExists, FluxhopError, SpecError
+from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
@@ -68,6 +68,7 @@ __all__ = [
     "Written",
     "document",
     "post_event",
+    "read_spec",
     "resource_hash",
     "spec_of",
 ]
@@ -152,13 +153,22 @@ def post_event(kube: Kube, cr: dict[str, Any], kind: str, reason: str, message: 
     )
 
 
-def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
-    """The resource's MiniCluster (its warnings are the CLI's business), in
-    the namespace it lives in; raises SpecError, one line."""
-    with warnings.catch_warnings(record=True):
+def read_spec(cr: dict[str, Any], namespace: str) -> tuple[MiniCluster, list[str]]:
+    """The resource's MiniCluster, in the namespace it lives in, and its
+    warnings (e.g. a Flux Operator field fluxhop leaves out), which only an
+    event can tell the user of a resource; raises SpecError, one line."""
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         spec = MiniCluster.from_dict(document(cr))
-    return spec if spec.namespace == namespace else spec.renamed(namespace=namespace)
+    said = list(dict.fromkeys(str(w.message) for w in caught if w.category is FluxhopWarning))
+    spec = spec if spec.namespace == namespace else spec.renamed(namespace=namespace)
+    return spec, said
+
+
+def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
+    """The resource's MiniCluster, in the namespace it lives in; raises
+    SpecError, one line."""
+    return read_spec(cr, namespace)[0]
 
 
 @dataclass(frozen=True)
@@ -251,14 +261,19 @@ class Reconciler:
             self._written = Written()
         name = cr["metadata"]["name"]
         try:
-            spec = spec_of(cr, self.kube.namespace)
+            spec, said = read_spec(cr, self.kube.namespace)
         except SpecError as err:
             out.problem = Problem("Failed", "InvalidSpec", str(err))
             self._report(cr, None, [], 1, out)
             return out
         job = seen.job if seen is not None else self.kube.get("Job", name)
         try:
-            job = self._create(cr, spec, out) if job is None else self._update(cr, spec, job, out)
+            if job is None:
+                job = self._create(cr, spec, out)
+                if said:  # once, with the Job: what the Job was made without
+                    self.event(cr, "Warning", "SpecWarning", clipped("; ".join(said)), out)
+            else:
+                job = self._update(cr, spec, job, out)
         except FluxhopError as err:
             out.problem = Problem("Failed", "ApplyFailed", str(err))
         pods: list[dict[str, Any]] = []
