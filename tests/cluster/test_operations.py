@@ -349,6 +349,7 @@ def test_a_watch_outlives_an_api_server_that_restarts(fake, kubeconfig):
 
 
 def test_scale_within_max_size(fake, ops):
+    fake.runner = lambda pod, index: None  # running: a MiniCluster that has ended is not resized
     root = ops.create(spec(max_size=4))
     scaled = ops.scale(root, 3)
     job = fake.get("Job", "demo")
@@ -366,7 +367,7 @@ def test_a_finished_minicluster_is_not_resized(fake, ops):
         job = fake.get("Job", "demo")
         if job_state(job) == "Succeeded":
             break
-    with pytest.raises(InputError, match="has succeeded: its Job has finished"):
+    with pytest.raises(InputError, match="has succeeded: its instance has ended"):
         ops.scale(ops.require("demo"), 3)
     assert fake.get("Job", "demo") == job  # untouched
 

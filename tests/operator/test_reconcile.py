@@ -218,7 +218,9 @@ def test_what_fluxhop_leaves_out_of_a_resource_is_said_in_an_event(fake, apply, 
     assert len(said()) == 1
 
 
-def test_a_finished_minicluster_is_not_resized(fake, apply, reconciler, kube):
+@pytest.fixture
+def finished(fake, apply, reconciler) -> dict:
+    """MiniCluster demo (maxSize 4) has run its command: its Job has ended."""
     command = [{"image": "ubuntu:noble", "command": "hostname"}]
     apply(resource(maxSize=4, interactive=False, containers=command))
     for _ in range(50):  # controller steps, until the Job has ended
@@ -227,10 +229,24 @@ def test_a_finished_minicluster_is_not_resized(fake, apply, reconciler, kube):
             break
     job = fake.get("Job", "demo")
     assert job_state(job) == "Succeeded"
+    return job
+
+
+def test_a_minicluster_whose_rank_0_has_exited_is_not_resized(finished, fake, reconciler, kube):
+    # the workers still stopping: its Job has not ended, the resource says Succeeded
+    fake.store[("Job", "default", "demo")]["status"]["conditions"] = []
     kube.merge_patch("MiniCluster", "demo", {"spec": {"size": 3}})
     out = reconciler.reconcile(current(fake))
     assert out.problem is not None and out.problem.reason == "ResizeRefused"
-    assert "has succeeded: its Job has finished" in out.problem.message
+    assert fake.get("Job", "demo")["spec"]["parallelism"] == 2
+
+
+def test_a_finished_minicluster_is_not_resized(finished, fake, reconciler, kube):
+    job = finished
+    kube.merge_patch("MiniCluster", "demo", {"spec": {"size": 3}})
+    out = reconciler.reconcile(current(fake))
+    assert out.problem is not None and out.problem.reason == "ResizeRefused"
+    assert "has succeeded: its instance has ended" in out.problem.message
     assert fake.get("Job", "demo") == job  # not patched: it would start nothing
     assert ("Normal", "Scaled") not in events(fake)
 

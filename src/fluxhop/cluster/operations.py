@@ -46,7 +46,6 @@ from fluxhop.workload.status import (
     Status,
     completion_index,
     ended_resize_problem,
-    job_state,
     started,
     status_of,
 )
@@ -243,9 +242,8 @@ class MiniClusters(Waiting):
             raise InputError(
                 "a JobSet MiniCluster cannot be resized; create it with --target job to scale it"
             )
-        problem = root.resize_problem() or ended_resize_problem(
-            root.name, job_state(self._workload(root))
-        )
+        # ended: the Job, or rank 0 (its exit ends the instance before the Job ends)
+        problem = root.resize_problem() or ended_resize_problem(root.name, self.status(root).state)
         if problem is not None:
             raise InputError(problem)
         if root.target is Target.JOB:

@@ -348,7 +348,7 @@ class Reconciler:
             self._children(job, children, out, missing_only=True)
         if job["spec"].get("parallelism") != spec.spec.size:
             problem = Root(Target.JOB, job).resize_problem() or ended_resize_problem(
-                spec.name, job_state(job)
+                spec.name, self._ended(cr, job)
             )
             if problem is not None:
                 out.problem = Problem("SpecApplied", "ResizeRefused", problem)
@@ -361,6 +361,16 @@ class Reconciler:
             out.writes.append("patch Job size")
             self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
         return job
+
+    def _ended(self, cr: dict[str, Any], job: dict[str, Any]) -> str | None:
+        """Succeeded or Failed once the Job has ended, or once the resource
+        says so (rank 0 exited: its instance is gone before its Job ends)."""
+        state = job_state(job)
+        status = self._written.status if self._written.status is not None else cr.get("status")
+        for condition in (status or {}).get("conditions") or []:
+            if condition.get("type") in ("Succeeded", "Failed") and condition["status"] == "True":
+                state = state or str(condition["type"])
+        return state
 
     def _changed(self, as_created: MiniCluster, annotations: dict[str, str]) -> bool:
         """Whether the resource asks for other than its Job was made from (at

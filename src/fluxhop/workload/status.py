@@ -241,8 +241,8 @@ def ended_resize_problem(name: str, state: str | None) -> str | None:
     if state not in ("Succeeded", "Failed"):
         return None
     return (
-        f"MiniCluster {name} has {state.lower()}: its Job has finished and starts no more "
-        "pods, so a new size would change nothing; create it again to run more"
+        f"MiniCluster {name} has {state.lower()}: its instance has ended and its Job starts "
+        "no more pods, so a new size would change nothing; create it again to run more"
     )
 
 
