@@ -133,3 +133,27 @@ def test_a_killed_worker_broker_restarts_and_rejoins(simulate, workdir):
     assert done.results()[next(p for p in done.results() if p.startswith("e2e-1-"))][0] == (
         "Succeeded"
     )  # the restarted worker left with the instance, exit 0
+
+
+def test_a_terminated_lead_of_an_interactive_instance_exits_with_the_signal(simulate):
+    """The kubelet's SIGTERM to rank 0 (an eviction, a drain) is no end of
+    the work: rank 0 exits 143, so the Job's podFailurePolicy replaces it
+    rather than count the MiniCluster as Succeeded."""
+    cluster = simulate(render(spec(None, size=2), "job")).start()
+    connect = ["bash", "/etc/fluxhop/config/connect.sh"]
+    cluster.wait_until(
+        "both brokers online",
+        lambda: (
+            cluster.broker_pids(0)
+            and cluster.exec(
+                0, [*connect, "flux", "resource", "list", "-s", "free", "-no", "{nnodes}"]
+            ).stdout.strip()
+            == "2"
+        ),
+    )
+    lead = cluster.entrypoint_pid(0)
+    assert lead is not None
+    os.kill(lead, signal.SIGTERM)
+    done = cluster.wait()
+    phase, containers = done.results()[next(p for p in done.results() if p.startswith("e2e-0-"))]
+    assert (phase, containers) == ("Failed", "e2e=143"), done.explain()

@@ -119,6 +119,15 @@ def test_unknown_container_field_suggests_the_closest_name():
         MiniCluster.from_dict(doc)
 
 
+def test_a_switch_fluxhop_does_not_implement_warns_only_when_on():
+    # the CRD defaults logging.timed and logging.zeromq to false: that asks for nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FluxhopWarning)
+        MiniCluster.from_dict(minimal(logging={"timed": False, "zeromq": False}))
+    with pytest.warns(FluxhopWarning, match=r"spec\.logging\.timed is ignored"):
+        MiniCluster.from_dict(minimal(logging={"timed": True}))
+
+
 @pytest.mark.parametrize(
     "field, became",
     [

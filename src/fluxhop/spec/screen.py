@@ -114,7 +114,11 @@ def screen(
                 f"{where} is a Flux Operator v1alpha1 field; in v1alpha2 it {v1alpha1[key]}"
             )
         elif key in unsupported:
-            warnings.warn(f"{where} is ignored: {unsupported[key]}", FluxhopWarning, stacklevel=2)
+            # false (what the CRD defaults such a switch to) or null asks for nothing
+            if value is not False and value is not None:
+                warnings.warn(
+                    f"{where} is ignored: {unsupported[key]}", FluxhopWarning, stacklevel=2
+                )
             if dropped is not None:
                 dropped.append(((*path, key), value, unsupported[key]))
         else:

@@ -278,6 +278,14 @@ main() {
         run_worker || status=$?
     fi
     run_snippet post
+    if [ "$terminating" = 1 ]; then
+        # Stopped, not finished: a broker shuts down cleanly on SIGTERM and
+        # exits 0, and a pod that exits 0 is a rank done - an evicted rank 0
+        # would end an interactive MiniCluster as Succeeded, an evicted worker
+        # would never come back. Exit with the signal: the Job replaces a pod
+        # a disruption stopped (its podFailurePolicy), and fails on a deletion.
+        status=$signal_status
+    fi
     exit "$status"
 }
 
