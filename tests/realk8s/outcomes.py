@@ -33,6 +33,8 @@ class Outcome:
     finished: str  # "Succeeded" or "Failed" ("Restarting": rank 0 failed, restarts in place)
     exit_code: int | None  # as the operator reports it (None: it does not)
     rank0_log: str  # rank 0's application container's log
+    worker_log: str = ""  # rank 1's
+    events: list[str] = field(default_factory=list)  # "reason: message" of those on it
     objects: dict[str, list[str]] = field(default_factory=dict)  # kind -> names
     job: dict[str, Any] = field(default_factory=dict)
     configmaps: list[dict[str, Any]] = field(default_factory=list)
@@ -43,7 +45,7 @@ def upstream_example(name: str) -> dict[str, Any]:
     return yaml.safe_load((CONFORMANCE / "operator-examples" / name).read_text())
 
 
-def _job_finished(job: dict[str, Any]) -> str | None:
+def job_finished(job: dict[str, Any]) -> str | None:
     for condition in (job.get("status") or {}).get("conditions") or []:
         if condition["status"] == "True" and condition["type"] in ("Complete", "Failed"):
             return "Succeeded" if condition["type"] == "Complete" else "Failed"
@@ -57,13 +59,38 @@ def _resource_finished(resource: dict[str, Any]) -> str | None:
     return None
 
 
-def rank0(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
+def rank(api: Api, namespace: str, name: str, index: int) -> dict[str, Any] | None:
+    """The pod of MiniCluster ``name`` with completion index ``index`` (the
+    newest not being deleted, where one replaced another)."""
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")
-    for pod in pods["items"]:
-        annotations = pod["metadata"].get("annotations") or {}
-        if annotations.get("batch.kubernetes.io/job-completion-index") == "0":
-            return dict(pod)
-    return None
+    found = [
+        pod for pod in pods["items"]
+        if (pod["metadata"].get("annotations") or {}).get(
+            "batch.kubernetes.io/job-completion-index") == str(index)
+    ]  # fmt: skip
+    found.sort(key=lambda p: ("deletionTimestamp" not in p["metadata"],
+                              p["metadata"].get("creationTimestamp") or ""))  # fmt: skip
+    return dict(found[-1]) if found else None
+
+
+def rank0(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
+    return rank(api, namespace, name, 0)
+
+
+def events_of(api: Api, namespace: str, name: str) -> list[str]:
+    """The "reason: message" of every event on MiniCluster ``name``."""
+    events = api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+    return [f"{e['reason']}: {e['message']}" for e in events
+            if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") == "MiniCluster"]  # fmt: skip
+
+
+def log_of(api: Api, namespace: str, pod: dict[str, Any] | None) -> str:
+    """The application container's log of ``pod`` ("" for no pod)."""
+    if pod is None:
+        return ""
+    return api.text(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log",
+                    container=_application(pod))  # fmt: skip
 
 
 def _application(pod: dict[str, Any]) -> str:
@@ -87,7 +114,7 @@ def _flux_operator_finished(api: Api, namespace: str, name: str) -> str | None:
     """The Job's Complete or Failed; or "Restarting" once rank 0 failed and
     restarts in place (OnFailure, backoffLimit 100: the Job fails much later)."""
     job = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
-    finished = _job_finished(job)
+    finished = job_finished(job)
     if finished is None and _terminated(rank0(api, namespace, name)).get("exitCode"):
         return "Restarting"
     return finished
@@ -112,10 +139,8 @@ def run(
                               every=0.5)  # fmt: skip
     resource = api.get(f"{path}/{name}")
     pod = rank0(api, namespace, name)
-    log = ""
-    if pod is not None:
-        log = api.text(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log",
-                       container=_application(pod))  # fmt: skip
+    log = log_of(api, namespace, pod)
+    worker_log = log_of(api, namespace, rank(api, namespace, name, 1))
     if flux_operator:
         code = _terminated(pod).get("exitCode")  # the pod's: the MiniCluster has no status for it
     else:
@@ -127,4 +152,5 @@ def run(
     }  # fmt: skip
     configmaps = [c for c in api.get(KINDS["ConfigMap"].format(namespace))["items"]
                   if c["metadata"]["name"] != "kube-root-ca.crt"]  # fmt: skip
-    return Outcome(finished, code, log, objects, api.get(job_path), configmaps, resource)
+    return Outcome(finished, code, log, worker_log, events_of(api, namespace, name), objects,
+                   api.get(job_path), configmaps, resource)  # fmt: skip

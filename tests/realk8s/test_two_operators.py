@@ -15,6 +15,8 @@ fluxhop's operator, which watches its own namespace only.
 from __future__ import annotations
 
 import copy
+import json
+import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,14 +26,32 @@ from typing import Any
 import pytest
 import yaml
 
+from fluxhop.flux import idset
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.disturbances import (
+    FINISHED,
+    Edited,
+    LostLead,
+    edit,
+    edited_while_running,
+    lose_the_lead,
+)
 from tests.realk8s.fluxoperator import FluxOperator
-from tests.realk8s.outcomes import MINICLUSTERS, Outcome, run, upstream_example
+from tests.realk8s.outcomes import (
+    KINDS,
+    MINICLUSTERS,
+    Outcome,
+    events_of,
+    job_finished,
+    run,
+    upstream_example,
+)
 from tests.realk8s.test_operator import Operator, condition, deployed  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop, pod_manifest, scratch_namespace
 
-pytestmark = pytest.mark.usefixtures("needs_flux")
+# the module's fixture runs every case under both operators (about 4 minutes here)
+pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
 
 # what a user writes, quotes and all; what each word must reach the program as
 ARGV = ["a b", "c'd", 'e"f', "$HOME"]
@@ -64,6 +84,18 @@ def rendered(cluster: LocalCluster, directory: Path) -> dict[str, Any]:
     return dict(document)
 
 
+def _upstream(name: str, size: int = 2) -> dict[str, Any]:
+    document = upstream_example(f"tests__{name}__minicluster.yaml")
+    document["spec"]["size"] = size
+    return document
+
+
+def _limited(command: str, cpu: int) -> dict[str, Any]:
+    document = _command(command)
+    document["spec"]["containers"][0]["resources"] = {"limits": {"cpu": cpu}}
+    return document
+
+
 def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
     named = {
         "hello-world": upstream_example("tests__hello-world__minicluster.yaml"),
@@ -73,6 +105,14 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
         "exit-124-strict": _command(FAILING, logging={"quiet": True, "strict": True}),
         "argv": _command(ARGV_COMMAND),
         "fluxhop-render": rendered(cluster, directory),
+        # more of upstream's own tests
+        "post": _upstream("post"),
+        "debug": _upstream("debug"),
+        "emptydir": _upstream("emptydir"),
+        "timed": _upstream("timed"),
+        # pods limited to one CPU, on nodes of more: what each writes into R
+        "cpu-limit": _limited("flux resource R", cpu=1),
+        FINISHED: _hello(maxSize=3),  # resized once it has ended (below)
     }
     for key, document in named.items():
         document["metadata"]["name"] = key  # one namespace holds them all
@@ -88,6 +128,9 @@ class Session:
     invalid: dict[str, Any]  # an invalid MiniCluster (maxSize < size) once the operator saw it
     invalid_events: list[str]  # the events about it
     invalid_jobs: list[str]
+    finished: Edited  # FINISHED, grown from 2 to 3 after it ended
+    edited: Edited  # EDITED, its command changed while it ran, then grown to 3
+    lost: LostLead  # LOST, its rank 0 pod evicted while it waited for work
     log: str
 
 
@@ -115,16 +158,25 @@ def _session(cluster: LocalCluster, admin: Api, namespace: str,
     path = f"{MINICLUSTERS.format(namespace)}/{INVALID}"
     admin.create(MINICLUSTERS.format(namespace), invalid)
     eventually("the invalid MiniCluster seen", lambda: saw_invalid(admin.get(path)), 120)
-    events = admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
     jobs = admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+    invalid_events = events_of(admin, namespace, INVALID)
+    logged = log()  # what it said of the cases and the invalid one
+    eventually(f"{FINISHED}: its Job Complete",
+               lambda: job_finished(admin.get(f"{KINDS['Job'].format(namespace)}/{FINISHED}")))  # fmt: skip
+    finished = edit(admin, namespace, FINISHED, [{"size": 3}], flux_operator=flux_operator)
+    edited = edited_while_running(admin, namespace, _command("sleep 300", maxSize=3),
+                                  flux_operator=flux_operator)  # fmt: skip
+    lost = lose_the_lead(cluster, admin, namespace, _hello(interactive=True, logging={}))
     return Session(
         outcomes,
         admin.get(f"/api/v1/namespaces/{namespace}/pods/bystander")["metadata"].get("labels") or {},
         admin.get(path),
-        [f"{e['reason']}: {e['message']}" for e in events
-         if e["involvedObject"].get("name") == INVALID],
+        invalid_events,
         [j["metadata"]["name"] for j in jobs if j["metadata"]["name"] == INVALID],
-        log(),
+        finished,
+        edited,
+        lost,
+        logged,
     )  # fmt: skip
 
 
@@ -234,3 +286,98 @@ def test_the_end_is_on_the_minicluster_here_and_only_on_the_job_there(two_operat
     assert condition(theirs, "Succeeded") == {}
     assert condition(theirs, "JobFinished").get("status") == "False"  # never set, even when it is
     assert condition(ours, "Succeeded")["status"] == "True"
+
+
+def test_upstream_tests_end_the_same(two_operators: SideBySide):
+    for key, says in (("post", "hello post"), ("debug", "hello world"),
+                      ("emptydir", "/dev/shm"), ("timed", "hello world")):  # fmt: skip
+        theirs, ours = (two_operators.flux_operator.outcomes[key],
+                        two_operators.fluxhop.outcomes[key])  # fmt: skip
+        assert theirs.finished == ours.finished == "Succeeded", (key, ours.events)
+        assert says in theirs.rank0_log and says in ours.rank0_log, (key, ours.rank0_log)
+    # commands.post runs on every rank, after the instance, under both
+    for outcome in (two_operators.flux_operator, two_operators.fluxhop):
+        post = outcome.outcomes["post"]
+        assert post.rank0_log.index("hello world") < post.rank0_log.index("hello post")
+        assert "hello post" in post.worker_log
+
+
+def test_a_field_fluxhop_leaves_out_is_said_here(two_operators: SideBySide):
+    # logging.timed: the Flux Operator times its flux start and submit
+    assert "FLUXTIME" in two_operators.flux_operator.outcomes["timed"].rank0_log
+    ours = two_operators.fluxhop.outcomes["timed"]
+    warned = [e for e in ours.events if e.startswith("SpecWarning: ")]
+    assert len(warned) == 1 and "spec.logging.timed is ignored" in warned[0], ours.events
+    assert not any(e.startswith("SpecWarning: ")
+                   for e in two_operators.fluxhop.outcomes["post"].events)  # fmt: skip
+
+
+def _cores_per_node(log: str) -> set[int]:
+    """The cores R gives each node, from ``flux resource R``'s line."""
+    document = json.loads(next(line for line in log.splitlines() if line.startswith("{")))
+    return {idset.count(entry["children"]["core"])
+            for entry in document["execution"]["R_lite"]}  # fmt: skip
+
+
+def _machine_cores() -> int:
+    """This machine's cores (as hwloc counts them: a core, not a thread)."""
+    topology = Path("/sys/devices/system/cpu")
+    return len({(cpu / "topology/physical_package_id").read_text() + (cpu / "topology/core_id").read_text()
+                for cpu in topology.glob("cpu[0-9]*") if (cpu / "topology/core_id").exists()})  # fmt: skip
+
+
+def test_r_is_what_the_pods_have_here_and_the_first_ranks_hwloc_there(two_operators: SideBySide):
+    # pods limited to 1 CPU: the Flux Operator's R is `flux R encode --local`,
+    # each rank's own hwloc view (this machine's CPUs) repeated for every host
+    if _machine_cores() < 2:
+        pytest.skip("one core here: a limit of 1 CPU and this machine's hwloc look alike")
+    theirs = two_operators.flux_operator.outcomes["cpu-limit"]
+    ours = two_operators.fluxhop.outcomes["cpu-limit"]
+    assert theirs.finished == ours.finished == "Succeeded", (
+        theirs.rank0_log[-2000:], ours.rank0_log[-2000:], ours.events)  # fmt: skip
+    assert _cores_per_node(ours.rank0_log) == {1}
+    assert _cores_per_node(theirs.rank0_log) == {_machine_cores()}
+
+
+def test_a_finished_minicluster_is_resized_silently_there_and_refused_here(
+    two_operators: SideBySide,
+):
+    theirs, ours = two_operators.flux_operator.finished, two_operators.fluxhop.finished
+    # the Flux Operator patches the ended Job: Kubernetes takes it and starts nothing
+    assert (theirs.parallelism, theirs.completed, theirs.pods) == (3, True, 2)
+    assert condition(theirs.resource, "SpecApplied") == {} and not theirs.events
+    assert (ours.parallelism, ours.completed, ours.pods) == (2, True, 2)
+    refused = condition(ours.resource, "SpecApplied")
+    assert refused["reason"] == "ResizeRefused" and "has succeeded" in refused["message"]
+    assert any(e.startswith("ResizeRefused: ") for e in ours.events), ours.events
+
+
+def test_an_edit_a_running_minicluster_cannot_take_is_dropped_there_and_said_here(
+    two_operators: SideBySide,
+):
+    theirs, ours = two_operators.flux_operator.edited, two_operators.fluxhop.edited
+    # the Flux Operator never writes its scripts again: the old command stays,
+    # the size (the only edit it takes) is applied, and nothing says so
+    assert "sleep 300" in theirs.scripts_after and "echo edited" not in theirs.scripts_after
+    assert theirs.scripts_after == theirs.scripts_before and theirs.parallelism == 3
+    assert condition(theirs.resource, "SpecApplied") == {} and not theirs.events
+    refused = condition(ours.resource, "SpecApplied")
+    assert refused["reason"] == "SpecChangeRefused", ours.resource.get("status")
+    assert "delete the MiniCluster" in refused["message"] and ours.parallelism == 2
+    assert any(e.startswith("SpecChangeRefused: ") for e in ours.events), ours.events
+
+
+RESTART = re.compile(r"restart \d+ of \d+ in (\d+)s")
+
+
+def test_a_worker_waits_a_fixed_15_s_there_for_a_lost_lead_and_a_short_backoff_here(
+    two_operators: SideBySide,
+):
+    theirs, ours = two_operators.flux_operator.lost, two_operators.fluxhop.lost
+    print(f"both brokers online again after the new rank 0 ran: Flux Operator "
+          f"{theirs.rejoined_after:.1f} s, fluxhop {ours.rejoined_after:.1f} s")  # fmt: skip
+    # the Flux Operator's worker loop: a broker that exits sleeps 15 s, whatever happened
+    assert "Sleeping 15s to try again" in theirs.worker_log, theirs.worker_log[-2000:]
+    # fluxhop's: 1, 2, 4, then 8 s at most
+    delays = [int(d) for d in RESTART.findall(ours.worker_log)]
+    assert delays and max(delays) <= 8, ours.worker_log[-2000:]

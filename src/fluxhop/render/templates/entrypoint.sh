@@ -27,7 +27,21 @@ child=
 on_signal() {
     terminating=1
     signal_status=$1
-    if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; fi
+    if [ -n "$child" ]; then stop_broker; fi
+}
+# shellcheck disable=SC2329  # invoked by on_signal and run_broker
+stop_broker() {
+    # Rank 0's broker stopped by SIGTERM shuts the whole instance down
+    # cleanly: every worker's broker exits 0 and its pod ends as a rank done,
+    # so the rank 0 that replaces an evicted one would wait for them for
+    # ever. Killed, it leaves the workers to find their parent gone: they
+    # restart (short backoff) and join the new rank 0. (The instance has no
+    # state to save yet; the Job is what ends a MiniCluster, not this.)
+    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ]; then
+        kill -KILL "$child" 2>/dev/null || true
+    else
+        kill -TERM "$child" 2>/dev/null || true
+    fi
 }
 trap 'on_signal 143' TERM
 trap 'on_signal 130' INT
@@ -162,7 +176,7 @@ run_broker() {
     env SHLVL="$SHLVL" "$flux_bin" start ${broker_args[@]+"${broker_args[@]}"} "$@" &
     child=$!
     # a signal between the fork and the assignment above found no child yet
-    if [ "$terminating" = 1 ]; then kill -TERM "$child" 2>/dev/null || true; fi
+    if [ "$terminating" = 1 ]; then stop_broker; fi
     local status=0
     while :; do
         status=0
