@@ -37,7 +37,9 @@ stop_broker() {
     # ever. Killed, it leaves the workers to find their parent gone: they
     # restart (short backoff) and join the new rank 0. (The instance has no
     # state to save yet; the Job is what ends a MiniCluster, not this.)
-    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ]; then
+    # Without workers (maxSize 1) SIGTERM it is: the clean shutdown lets
+    # `flux run` print the job's last output, which a kill could lose.
+    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ "$max_nodes" -gt 1 ]; then
         kill -KILL "$child" 2>/dev/null || true
     else
         kill -TERM "$child" 2>/dev/null || true
@@ -180,7 +182,9 @@ run_broker() {
     local status=0
     while :; do
         status=0
-        wait "$child" || status=$?
+        # (2>/dev/null: bash's "Killed" notice for a child it killed is no
+        # output of the job's)
+        wait "$child" 2>/dev/null || status=$?
         kill -0 "$child" 2>/dev/null || break
     done
     child=
