@@ -12,13 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fluxhop.render.targets import Target
-from fluxhop.workload.inside import in_pod
-from fluxhop.workload.root import Root
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.inside import online
 from tests.realk8s.outcomes import KINDS, MINICLUSTERS, events_of, log_of, rank, rank0
-from tests.realk8s.tools import eventually, kubectl
+from tests.realk8s.tools import eventually
 
 FINISHED = "finished"
 EDITED = "edited"
@@ -106,20 +104,6 @@ class LostLead:
     rejoined_after: float  # seconds from the new rank 0 running to both brokers online
 
 
-def _online(cluster: LocalCluster, admin: Api, namespace: str, resource: dict[str, Any]) -> int:
-    """Brokers online, as rank 0's instance says (0 while it cannot say)."""
-    pod = rank0(admin, namespace, LOST)
-    if pod is None or pod.get("status", {}).get("phase") != "Running":
-        return 0
-    root = Root(Target.MINICLUSTER, resource)
-    argv = in_pod(root.flux_root if root.fluxhop_pods else None,
-                  ["resource", "status", "-s", "online", "-no", "{nnodes}"])  # fmt: skip
-    done = kubectl(cluster, "exec", "-n", namespace, pod["metadata"]["name"],
-                   "-c", pod["spec"]["containers"][0]["name"], "--", *argv, check=False)  # fmt: skip
-    words = done.stdout.split() if done.returncode == 0 else []
-    return int(words[0]) if words and words[0].isdigit() else 0
-
-
 def lose_the_lead(
     cluster: LocalCluster, admin: Api, namespace: str, document: dict[str, Any]
 ) -> LostLead:
@@ -129,10 +113,9 @@ def lose_the_lead(
     its fixed `sleep 15`, fluxhop's after a short backoff)."""
     document = copy.deepcopy(document)
     document["metadata"]["name"] = LOST
-    path = f"{MINICLUSTERS.format(namespace)}/{LOST}"
     admin.create(MINICLUSTERS.format(namespace), document)
     eventually(f"{LOST}: both brokers online",
-               lambda: _online(cluster, admin, namespace, admin.get(path)) == 2, 180, every=1)  # fmt: skip
+               lambda: online(cluster, admin, namespace, LOST) == 2, 180, every=1)  # fmt: skip
     lead = rank0(admin, namespace, LOST)
     assert lead is not None
     name = lead["metadata"]["name"]  # evicted (as a drain does): the Job replaces it
@@ -155,7 +138,7 @@ def lose_the_lead(
     started = time.monotonic()
     try:
         eventually(f"{LOST}: both brokers online again",
-                   lambda: _online(cluster, admin, namespace, admin.get(path)) == 2, 180,
+                   lambda: online(cluster, admin, namespace, LOST) == 2, 180,
                    every=0.5)  # fmt: skip
     except AssertionError as error:
         worker = log_of(admin, namespace, rank(admin, namespace, LOST, 1))

@@ -37,7 +37,6 @@ from tests.realk8s.disturbances import (
     edited_while_running,
     lose_the_lead,
 )
-from tests.realk8s.fluxoperator import FluxOperator
 from tests.realk8s.outcomes import (
     KINDS,
     MINICLUSTERS,
@@ -47,8 +46,9 @@ from tests.realk8s.outcomes import (
     run,
     upstream_example,
 )
-from tests.realk8s.test_operator import Operator, condition, deployed  # noqa: F401  (fixture)
-from tests.realk8s.tools import eventually, fluxhop, pod_manifest, scratch_namespace
+from tests.realk8s.sides import side_by_side
+from tests.realk8s.test_operator import condition, deployed  # noqa: F401  (fixture)
+from tests.realk8s.tools import eventually, fluxhop, pod_manifest
 
 # the module's fixture runs every case under both operators (about 4 minutes here)
 pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
@@ -186,24 +186,17 @@ VALIDATION_LOGGED = "did not validate"  # the Flux Operator's log line, its only
 @pytest.fixture(scope="module")
 def two_operators(cluster: LocalCluster, deployed: Path, tmp_path_factory) -> Iterator[SideBySide]:  # noqa: F811
     documents = cases(cluster, tmp_path_factory.mktemp("cases"))
-    theirs = FluxOperator(cluster)
-    try:
-        theirs.start()
-        with scratch_namespace(cluster) as (admin, namespace):
-            upstream = _session(cluster, admin, namespace, documents, flux_operator=True,
-                                saw_invalid=lambda _: VALIDATION_LOGGED in theirs.log(400),
-                                log=lambda: theirs.log(400))  # fmt: skip
-    finally:
-        theirs.stop()
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
-    with scratch_namespace(cluster) as (admin, namespace):
-        ours = Operator(cluster, deployed, namespace, log)
-        try:
-            mine = _session(cluster, admin, namespace, documents, flux_operator=False,
-                            saw_invalid=lambda found: condition(found, "Failed").get("status") == "True",
-                            log=lambda: log.read_text(errors="replace"))  # fmt: skip
-        finally:
-            ours.stop()
+
+    def work(admin: Api, namespace: str, log: Callable[[], str], *, flux_operator: bool) -> Session:
+        def saw_invalid(found: dict[str, Any]) -> bool:
+            if flux_operator:
+                return VALIDATION_LOGGED in log()
+            return condition(found, "Failed").get("status") == "True"
+
+        return _session(cluster, admin, namespace, documents, flux_operator=flux_operator,
+                        saw_invalid=saw_invalid, log=log)  # fmt: skip
+
+    upstream, mine = side_by_side(cluster, deployed, tmp_path_factory.mktemp("operator"), work)
     yield SideBySide(upstream, mine)
 
 
