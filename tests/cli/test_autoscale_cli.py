@@ -27,8 +27,8 @@ def work(fake, cli_cluster, kubeconfig, ops, tmp_path):
     through lightkube's exec; kubectl is not needed."""
     from fluxhop.spec import MiniCluster
     from tests.cluster.fakeexec import exec_through_fake
+    from tests.cluster.rank0 import Rank0
     from tests.cluster.test_inside import interactive
-    from tests.operator.rank0 import Rank0
 
     rank0 = Rank0()
     fake.runner = lambda pod, index: None
@@ -41,7 +41,7 @@ def work(fake, cli_cluster, kubeconfig, ops, tmp_path):
 
 
 def test_once_says_the_decision_and_the_time_left(work, kubeconfig, capsys, monkeypatch):
-    from tests.operator.rank0 import metrics
+    from tests.cluster.rank0 import metrics
 
     monkeypatch.setenv("PATH", "/nonexistent")  # no kubectl: the API's exec
     work.now = metrics(allocated="0")

@@ -100,3 +100,16 @@ def cli_cluster(fake, monkeypatch, sleeps):
 
     monkeypatch.setattr(Kube, "connect", classmethod(connect))
     return fake
+
+
+@pytest.fixture
+def rank0(fake):
+    """Rank 0's answers to execs (tests/cluster/rank0.py); the brokers run until stopped."""
+    from tests.cluster.fakeexec import exec_through_fake
+    from tests.cluster.rank0 import Rank0
+
+    answers = Rank0()
+    fake.runner = lambda pod, index: None
+    fake.exec_runner = answers.execute
+    with exec_through_fake():
+        yield answers

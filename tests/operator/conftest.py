@@ -1,13 +1,11 @@
 """The operator's fixtures: the fake API server without its stand-in Flux
-Operator (fluxhop's operator does that work here), and rank 0 answering."""
+Operator (fluxhop's operator does that work here)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.cluster.fakeapi import FakeAPIServer
-from tests.cluster.fakeexec import exec_through_fake
-from tests.operator.rank0 import Rank0
 
 
 @pytest.fixture(autouse=True)
@@ -24,13 +22,3 @@ def fake():
     server.flux_operator = False  # fluxhop's operator does the Flux Operator's work here
     yield server
     server.close()
-
-
-@pytest.fixture
-def rank0(fake):
-    """Rank 0's answers; the brokers run until stopped."""
-    answers = Rank0()
-    fake.runner = lambda pod, index: None
-    fake.exec_runner = answers.execute
-    with exec_through_fake():
-        yield answers

@@ -158,11 +158,11 @@ def test_a_role_missing_a_verb_fails_with_the_403_the_operator_reports(fake, kub
 
 def test_autoscaling_is_allowed_by_the_role(fake, kube, ops):
     """A look that drains through exec and resizes the resource, under the role."""
-    from fluxhop.operator.autoscaling import autoscale
+    from fluxhop.operator.autoscale_timer import autoscale
     from fluxhop.workload.autoscale import DRAIN_REASON
     from fluxhop.workload.status import running_lead
     from tests.cluster.fakeexec import exec_through_fake
-    from tests.operator.rank0 import metrics
+    from tests.cluster.rank0 import metrics
 
     fake.rbac = None
     fake.runner = lambda pod, index: None

@@ -1,5 +1,5 @@
 """``fluxhop autoscale NAME``: size a MiniCluster to its Flux queue from this
-machine, for users without fluxhop's operator (operator/autoscaler.py)."""
+machine, for users without fluxhop's operator (cluster/autoscale_actions.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import click
 
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cluster.autoscale_actions import Autoscaler
 from fluxhop.errors import InputError, InstanceError, NotFound, Unreachable
-from fluxhop.operator.autoscaler import Autoscaler
 from fluxhop.render.targets import Target
 from fluxhop.spec.autoscale import DEFAULT_DELAY
 from fluxhop.workload.autoscale import Policy

@@ -1,7 +1,7 @@
 """kopf handlers: every event of a MiniCluster resource - and of the pods of
 one - runs the same reconcile (operator/reconcile.py), so the resource's
 status follows its brokers without a polling loop. A MiniCluster that asks
-to autoscale is also looked at on a timer (operator/autoscaling.py): its
+to autoscale is also looked at on a timer (operator/autoscale_timer.py): its
 queue is inside Flux, where no Kubernetes event tells of it. The handlers
 are plain functions (kopf's own advice): tests call them with a body and a
 namespace.
@@ -26,7 +26,7 @@ from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
 from fluxhop.operator import cache
-from fluxhop.operator.autoscaling import autoscale, waited
+from fluxhop.operator.autoscale_timer import autoscale, waited
 from fluxhop.operator.cache import GROUP, PLURAL, VERSION
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler, Seen
 from fluxhop.render.objects import MINICLUSTER_LABEL

@@ -424,7 +424,7 @@ class Reconciler:
         known = {**cr, "status": last}
         status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem)
         out.status = status
-        # status.autoscale is the autoscaler's (operator/autoscaling.py): the
+        # status.autoscale is the autoscaler's (operator/autoscale_timer.py): the
         # merge patch below leaves it as it is
         previous = {k: v for k, v in (last or {}).items() if k != AUTOSCALE_STATUS}
         if status == previous:

@@ -1,4 +1,4 @@
-"""``fluxhop autoscale``'s decision step (operator/autoscaler.Autoscaler)
+"""``fluxhop autoscale``'s decision step (cluster/autoscale_actions.Autoscaler)
 against the fake API server, rank 0 reached through lightkube's exec
 (tests/cluster/fakeexec.py): what it runs in Flux, in which order, when it
 resizes, how few requests a decision takes, and that the idle time is kept
@@ -11,13 +11,13 @@ import json
 
 import pytest
 
+from fluxhop.cluster.autoscale_actions import Autoscaler, state_of, state_record
 from fluxhop.errors import InstanceError
-from fluxhop.operator.autoscaler import Autoscaler, state_of, state_record
 from fluxhop.spec import MiniCluster
 from fluxhop.workload.autoscale import DRAIN_REASON, Policy, State
 from fluxhop.workload.marks import AUTOSCALE_STATE
+from tests.cluster.rank0 import metrics
 from tests.cluster.test_inside import interactive
-from tests.operator.rank0 import metrics
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The operator's autoscaling look (operator/autoscaling.py) against the fake
+"""The operator's autoscaling look (operator/autoscale_timer.py) against the fake
 API server: a MiniCluster resource with spec.autoscale, reconciled by
 fluxhop's operator, whose rank 0 answers metrics from the test and runs
 exec'd flux commands through lightkube's exec (tests/cluster/fakeexec.py).
@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from fluxhop.operator.autoscaling import autoscale
+from fluxhop.operator.autoscale_timer import autoscale
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, Reconciler
 from fluxhop.workload.autoscale import DRAIN_REASON
 from fluxhop.workload.status import running_lead
 from tests.cluster.kueue import Kueue
-from tests.operator.rank0 import metrics
+from tests.cluster.rank0 import metrics
 from tests.operator.test_reconcile import current, events, resource, settle
 
 DELAY = 60
@@ -184,7 +184,7 @@ def test_the_operators_namespace_may_read_the_metrics_of_those_it_autoscales(fak
 
 
 def test_a_look_waits_at_rank_0_for_the_queue_to_change(fake, kube, rank0, up):
-    from fluxhop.operator.autoscaling import waited
+    from fluxhop.operator.autoscale_timer import waited
 
     cr = up(size=4)
     pod = running_lead(fake.objects(kinds=("Pod",)))
@@ -205,7 +205,7 @@ def test_a_look_waits_at_rank_0_for_the_queue_to_change(fake, kube, rank0, up):
 
 
 def test_without_served_metrics_there_is_no_waiting(fake, kube, rank0, up):
-    from fluxhop.operator.autoscaling import waited
+    from fluxhop.operator.autoscale_timer import waited
 
     cr = up(metrics={"enabled": False})
     pod = running_lead(fake.objects(kinds=("Pod",)))

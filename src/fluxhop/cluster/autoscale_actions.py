@@ -1,7 +1,7 @@
 """Applying the autoscaling policy (workload/autoscale.py) to one MiniCluster:
 read its instance's metrics, drain or undrain ranks in Flux, then resize it
 the way ``fluxhop scale`` does (so Kueue's rules hold). fluxhop's operator
-(operator/autoscaling.py) and ``fluxhop autoscale`` (here: ``Autoscaler``)
+(operator/autoscale_timer.py) and ``fluxhop autoscale`` (here: ``Autoscaler``)
 reach the instance differently and make the same decision in ``act``.
 
 Both keep the idle time the delay counts on the cluster, not in a process:

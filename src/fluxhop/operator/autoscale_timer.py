@@ -1,7 +1,7 @@
 """The operator's autoscaling: a MiniCluster resource with ``spec.autoscale``
 is looked at every few seconds (a kopf timer, operator/handlers.py) and
 sized to its Flux queue by the same policy as ``fluxhop autoscale``
-(operator/autoscaler.py).
+(cluster/autoscale_actions.py).
 
 * It reads rank 0's metrics over the pod network (``/metrics.json``: no API
   request), or, when the resource turned them off, through one exec.
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.autoscale_actions import act, exec_metrics, state_of, state_record
 from fluxhop.cluster.inside import PodInside
 from fluxhop.cluster.scrape import scrape_json
 from fluxhop.errors import FluxhopError, InputError, InstanceError, SpecError
-from fluxhop.operator.autoscaler import act, exec_metrics, state_of, state_record
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, operated, post_event, spec_of
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
