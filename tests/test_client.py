@@ -65,6 +65,21 @@ def test_scale(client, fake):
         client.scale("api-demo", 4)
 
 
+def test_a_server_never_reached_is_said_at_once(kubeconfig):
+    """A refused first contact ends in seconds, naming the kubeconfig (the
+    request timeout is for a server that answered once and went away)."""
+    import httpx2
+
+    from fluxhop.errors import Unreachable
+
+    def refuse(request):
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    with fluxhop.Client(kubeconfig=str(kubeconfig), transport=httpx2.MockTransport(refuse)) as api:
+        with pytest.raises(Unreachable, match=f"context fake of {kubeconfig}"):
+            api.list()
+
+
 def test_unknown_backend():
     with pytest.raises(InputError, match="backend"):
         fluxhop.Client(backend="slurm")

@@ -294,7 +294,37 @@ def test_unreachable(kubeconfig):
     )
     with pytest.raises(Unreachable) as info:
         MiniClusters(kube).create(spec())
-    assert str(info.value) == f"cannot reach the Kubernetes API at {SERVER}: connection refused"
+    assert str(info.value) == (
+        f"cannot reach the Kubernetes API at {SERVER} (context fake of {kubeconfig}): "
+        "connection refused"
+    )
+
+
+@pytest.mark.parametrize("verb", ["create", "find", "watch"])
+def test_a_server_never_reached_is_said_in_seconds(kubeconfig, verb):
+    """A refused first contact (a wrong kubeconfig) is tried for FIRST_CONTACT,
+    not the request timeout: kubectl says it at once."""
+    from fluxhop.cluster.api import FIRST_CONTACT
+
+    def refuse(request):
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    kube = Kube.connect(str(kubeconfig), transport=httpx2.MockTransport(refuse), sleep=sleep,
+                        clock=lambda: now[0])  # fmt: skip
+    ops = MiniClusters(kube)
+    act = {
+        "create": lambda: ops.create(spec()),
+        "find": lambda: ops.find("demo"),
+        "watch": lambda: next(iter(kube.watch("Job"))),
+    }[verb]
+    with pytest.raises(Unreachable, match=f"context fake of {kubeconfig}"):
+        act()
+    assert 0 < now[0] <= FIRST_CONTACT
 
 
 def test_an_api_server_that_restarts_is_waited_for(fake, kubeconfig):
@@ -312,12 +342,17 @@ def test_an_api_server_that_restarts_is_waited_for(fake, kubeconfig):
     kube = Kube.connect(
         str(kubeconfig), transport=httpx2.MockTransport(restarting), sleep=sleeps.append
     )
-    MiniClusters(kube).create(spec())
-    assert fake.get("Job", "demo") is not None
-    assert len(sleeps) == 8 and max(sleeps) == 2.0  # doubling, capped
+    refused["left"] = 0
+    ops = MiniClusters(kube)
+    ops.create(spec())  # reached: from now on a refusal is a restart
+    refused["left"] = 8
+    ops.delete("demo")
+    assert fake.get("Job", "demo") is None
+    assert len(sleeps) == 8 and max(sleeps) == 2.0 and sum(sleeps) > 10  # doubling, capped
     refused["left"] = 1000
-    with pytest.raises(Unreachable, match="cannot reach"):
-        MiniClusters(kube).create(spec())
+    with pytest.raises(Unreachable, match="cannot reach") as info:
+        ops.create(spec())
+    assert "context" not in str(info.value)  # reached before: not the kubeconfig's fault
     assert sum(sleeps[8:]) <= 30  # the request timeout bounds it
 
 

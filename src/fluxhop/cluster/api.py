@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx2
@@ -44,7 +45,20 @@ FIELD_MANAGER = "fluxhop"
 # kubectl's --request-timeout: how long one call may take, retries included.
 # (An unresponsive server took six 10 s tries, 67 s, before this bound.)
 DEFAULT_REQUEST_TIMEOUT = 30.0
+# How long an API server never reached yet is tried: kubectl says a refused
+# first contact at once; a moment more covers one restarting as the command
+# starts. Once it has answered, a lost server is tried for the whole request
+# timeout (a restart mid-run, mid-watch or mid-`logs -f`).
+FIRST_CONTACT = 2.0
 T = TypeVar("T")
+
+
+@dataclass
+class Contact:
+    """Whether the API server has answered this connection yet (shared by
+    the namespaces of one connection)."""
+
+    reached: bool = False
 
 
 class Kube:
@@ -63,8 +77,12 @@ class Kube:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
         field_manager: str = FIELD_MANAGER,
+        source: str = "",
+        contact: Contact | None = None,
     ) -> None:
         self.client = client
+        self.source = source  # where the configuration came from (a kubeconfig path)
+        self.contact = contact or Contact()
         self.field_manager = field_manager
         self.namespace = namespace
         self.server = server
@@ -116,6 +134,7 @@ class Kube:
             server=resolved.server,
             context=resolved.context,
             request_timeout=request_timeout,
+            source=resolved.source,
             **options,
         )
 
@@ -134,6 +153,8 @@ class Kube:
             request_timeout=self.request_timeout,
             clock=self.clock,
             field_manager=self.field_manager,
+            source=self.source,
+            contact=self.contact,
         )
 
     # --- error handling -------------------------------------------------
@@ -149,16 +170,32 @@ class Kube:
         (``spent``: the time this call has taken, its sleeps included).
 
         An API server that cannot be reached (refused or dropped connections)
-        is tried again for the whole request timeout, a restarting one takes
-        seconds to come back; one that answers with an error, ``retries`` times."""
+        is tried again for the whole request timeout once it has answered
+        (a restarting one takes seconds to come back), and for FIRST_CONTACT
+        before (a wrong kubeconfig is said at once); one that answers with an
+        error, ``retries`` times."""
         if unreachable:
             delay = min(delay, MAX_UNREACHABLE_DELAY)
         elif attempt >= self.retries:
             return False
-        if spent + delay > self.request_timeout:
+        if spent + delay > (self._unreachable_budget() if unreachable else self.request_timeout):
             return False
         self.sleep(delay)
         return True
+
+    def _unreachable_budget(self) -> float:
+        """How long a server that cannot be reached is tried (see FIRST_CONTACT)."""
+        if self.contact.reached:
+            return self.request_timeout
+        return min(self.request_timeout, FIRST_CONTACT)
+
+    def _cannot_reach(self, err: Exception) -> Unreachable:
+        """A server never reached is most often a wrong kubeconfig or context: name them."""
+        where = ""
+        if not self.contact.reached and self.source:
+            context = f"context {self.context} of " if self.context else ""
+            where = f" ({context}{self.source})"
+        return Unreachable(f"cannot reach the Kubernetes API at {self.server}{where}: {err}")
 
     def _call(self, verb: str, what: Kind, name: str | None, request: Callable[[], T]) -> T:
         attempt = 0
@@ -170,8 +207,11 @@ class Kube:
 
         while True:
             try:
-                return request()
+                result = request()
+                self.contact.reached = True
+                return result
             except (ApiError, httpx2.HTTPStatusError) as err:
+                self.contact.reached = True  # it answered, if with an error
                 code = failure_of(err)[0]
                 delay = retry_after(err) or self.backoff * 2 ** min(attempt, 16)
                 if code in RETRYABLE and self._retry(attempt, spent(), delay):
@@ -191,9 +231,7 @@ class Kube:
                     attempt += 1
                     slept += delay
                     continue
-                raise Unreachable(
-                    f"cannot reach the Kubernetes API at {self.server}: {err}"
-                ) from None
+                raise self._cannot_reach(err) from None
             except ConfigError as err:  # e.g. an exec credential plugin that failed
                 raise KubeconfigError(
                     f"kubeconfig context {self.context or '(in-cluster)'}: {detail(err)}"
@@ -337,9 +375,8 @@ class Kube:
             if count == 1 or not failing_since:
                 failing_since[:] = [self.clock()]
             delay = min(self.backoff * 2 ** min(count - 1, 16), MAX_UNREACHABLE_DELAY)
-            return (
-                delay if self.clock() - failing_since[0] + delay <= self.request_timeout else None
-            )
+            spent = self.clock() - failing_since[0]
+            return delay if spent + delay <= self._unreachable_budget() else None
 
         def on_error(err: Exception, count: int) -> OnErrorResult:
             code = failure_of(err)[0]
@@ -366,6 +403,7 @@ class Kube:
             try:
                 for event, obj in stream:
                     attempts = 0
+                    self.contact.reached = True
                     data = obj.to_dict()
                     version = data.get("metadata", {}).get("resourceVersion") or version
                     yield event, data
@@ -382,6 +420,8 @@ class Kube:
                 # reconnect (a restarting API server) lands here
                 attempts += 1
                 delay = None if isinstance(err, httpx2.TimeoutException) else unreachable(attempts)
+                if delay is None and not self.contact.reached:
+                    raise self._cannot_reach(err) from None
                 if delay is None:
                     raise Unreachable(
                         f"lost the watch on {what.title} at {self.server}: {err}"
