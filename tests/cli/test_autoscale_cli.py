@@ -11,8 +11,8 @@ from fluxhop.cli import main
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--scale-down-delay", "-1"], "--scale-down-delay must be 0 or more"),
-        (["--interval", "0"], "--interval must be more than 0"),
+        (["--scale-down-delay", "-1"], "--scale-down-delay': '-1': give a number of seconds at least 0"),
+        (["--interval", "0"], "--interval': '0': give a number of seconds more than 0"),
     ],
 )
 def test_bad_flags_are_one_line_before_anything_is_asked(capsys, args, says):

@@ -65,7 +65,7 @@ def test_render_errors_are_one_line(capsys, tmp_path):
     assert code == 2 and out == ""
     assert err == "fluxhop: spec.sise: unknown field; did you mean 'size'?\n"
     code, _, err = run_cli(capsys, "render", "-f", str(tmp_path / "missing.yaml"))
-    assert code == 2 and err.count("\n") == 1 and "cannot read" in err
+    assert code == 2 and err.count("\n") == 1 and "does not exist" in err and "--filename" in err
 
 
 def test_warnings_are_one_line_on_stderr(capsys, tmp_path):

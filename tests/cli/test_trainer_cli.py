@@ -54,7 +54,7 @@ def test_runtime_and_trainjob_in_one_file(capsys, tmp_path):
              str(EXAMPLES / "manifests__base__runtimes__torch_distributed.yaml")],
             "has torch ML policy, not flux",
         ),
-        (["-f", "/nonexistent.yaml", "--runtime", RUNTIME], "cannot read /nonexistent.yaml"),
+        (["-f", "/nonexistent.yaml", "--runtime", RUNTIME], "File '/nonexistent.yaml' does not exist"),
         (["-f", RUNTIME], "expected one TrainJob"),
     ],
 )  # fmt: skip

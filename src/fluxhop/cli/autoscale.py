@@ -8,7 +8,7 @@ import time
 import click
 
 from fluxhop.cli.kubeopts import connect, kube_options
-from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.params import COUNT, KUBE_NAME, Seconds
 from fluxhop.cluster.autoscale_actions import Autoscaler
 from fluxhop.errors import InputError, InstanceError, NotFound, Unreachable
 from fluxhop.render.targets import Target
@@ -20,17 +20,17 @@ from fluxhop.workload.autoscale import Policy
 @click.argument("name", type=KUBE_NAME)
 @click.option(
     "--min-size",
-    type=int,
+    type=COUNT,
     help="Never fewer nodes (default: the minSize of its spec.autoscale, else 1).",
 )
 @click.option(
     "--scale-down-delay",
-    type=float,
+    type=Seconds(0, inclusive=True),
     help="Seconds nodes stay idle before the MiniCluster shrinks, drained first (default: "
     f"its spec.autoscale's scaleDownDelaySeconds, else {DEFAULT_DELAY}).",
 )
 @click.option(
-    "--interval", type=float, default=10, show_default=True, help="Seconds between decisions."
+    "--interval", type=Seconds(0), default=10, show_default=True, help="Seconds between decisions."
 )
 @click.option(
     "--once",
@@ -50,10 +50,6 @@ def autoscale_command(
     namespace: str | None,
 ) -> int:
     """Grow a MiniCluster for its pending jobs and shrink it, drained first, when idle."""
-    if scale_down_delay is not None and scale_down_delay < 0:
-        raise InputError(f"--scale-down-delay must be 0 or more, not {scale_down_delay:g}")
-    if interval <= 0:
-        raise InputError(f"--interval must be more than 0, not {interval:g}")
     ops = connect(kubeconfig, context, namespace)
     root = ops.require(name)
     asked_min, asked_delay = root.autoscale or (1, DEFAULT_DELAY)

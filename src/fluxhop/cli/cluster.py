@@ -9,7 +9,7 @@ import click
 
 from fluxhop.cli.jobflags import JobFlags, job_options
 from fluxhop.cli.kubeopts import connect, kube_options, local_option
-from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.params import COUNT, KUBE_NAME, Seconds
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import LOCAL_IMAGE, LOCAL_JOIN_TIMEOUT
 from fluxhop.cli.where import reach
@@ -54,7 +54,11 @@ def _table(statuses: list[Status], wide: bool) -> str:
     "--wait/--no-wait", default=True, show_default=True, help="Wait until every pod runs."
 )
 @click.option(
-    "--timeout", type=float, default=600, show_default=True, help="Seconds to wait for the pods."
+    "--timeout",
+    type=Seconds(0),
+    default=600,
+    show_default=True,
+    help="Seconds to wait for the pods.",
 )
 @local_option(
     "Start the brokers on this machine in the background (no Kubernetes); later "
@@ -195,7 +199,7 @@ def logs_command(
 
 @click.command("scale")
 @click.argument("name", type=KUBE_NAME)
-@click.option("--size", type=int, required=True, help="New number of nodes (at most maxSize).")
+@click.option("--size", type=COUNT, required=True, help="New number of nodes (at most maxSize).")
 @kube_options()
 def scale_command(
     name: str, size: int, kubeconfig: str | None, context: str | None, namespace: str | None

@@ -46,7 +46,7 @@ def load_spec(
         return document
 
     try:
-        spec = MiniCluster.from_yaml(read_input(path), adjust)
+        spec = MiniCluster.from_yaml(read_input(path), adjust, source=f"-f {path}")
     except InputError as err:  # the file's fields, or the flags written into it
         raise shortened(err) from None
     if not name and spec.metadata.name is None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from fluxhop.cli.common import load_spec, shortened, target_option
-from fluxhop.cli.params import DOMAIN, KUBE_NAME
+from fluxhop.cli.params import DOMAIN, FILE, KUBE_NAME
 from fluxhop.errors import InputError, SpecError, clipped
 from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.flux.jobopts import JobOptions
@@ -333,7 +333,9 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
 def job_options(func: Callable[..., int]) -> Callable[..., int]:
     """Add the job options; the command gets them as one ``job: JobFlags``."""
     options = [
-        click.option("-f", "--filename", help="Run a MiniCluster file instead of a command."),
+        click.option(
+            "-f", "--filename", type=FILE, help="Run a MiniCluster file instead of a command."
+        ),
         click.option("-N", "--nodes", type=int, help="Number of nodes (pods, Flux brokers)."),
         click.option("-n", "--ntasks", type=int, help="Number of tasks (default: one per node)."),
         *slot_options(),

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.params import KUBE_NAME, Seconds
 from fluxhop.cluster.api import DEFAULT_REQUEST_TIMEOUT, Kube
 from fluxhop.cluster.inside import kubectl_flags
 from fluxhop.cluster.operations import MiniClusters
@@ -35,7 +35,7 @@ def kube_options(short_namespace: bool = True) -> Callable[[Any], Any]:
     def decorate(func: Any) -> Any:
         func = click.option(
             "--request-timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=Seconds(0),
             default=DEFAULT_REQUEST_TIMEOUT,
             show_default=True,
             expose_value=False,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.params import KUBE_NAME, URL, Seconds
 from fluxhop.errors import InputError, LocalToolMissing
 
 __all__ = ["operator_command"]
@@ -44,6 +44,7 @@ def own_namespace() -> str | None:
 )
 @click.option(
     "--liveness",
+    type=URL,
     default="http://0.0.0.0:8080/healthz",
     show_default=True,
     help="Where kopf answers liveness and readiness probes.",
@@ -54,7 +55,7 @@ def own_namespace() -> str | None:
 @click.option("-v", "--verbose", is_flag=True, help="Log every step, not only what changed.")
 @click.option(
     "--autoscale-interval",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(0.1, inclusive=True),
     default=0.2,
     show_default=True,
     help="Seconds at least between looks at the queue of a MiniCluster with spec.autoscale "

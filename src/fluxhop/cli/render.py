@@ -5,13 +5,15 @@ from __future__ import annotations
 import click
 
 from fluxhop.cli.common import echo_objects, load_spec, output_option, target_option
-from fluxhop.cli.params import DOMAIN, KUBE_NAME
+from fluxhop.cli.params import DOMAIN, FILE, KUBE_NAME
 from fluxhop.render import render
 from fluxhop.render.targets import Target
 
 
 @click.command("render")
-@click.option("-f", "--filename", required=True, help="MiniCluster YAML file, or - for stdin.")
+@click.option(
+    "-f", "--filename", type=FILE, required=True, help="MiniCluster YAML file, or - for stdin."
+)
 @target_option()
 @output_option("-o", "--output")
 @click.option("--name", type=KUBE_NAME, help="Override metadata.name.")

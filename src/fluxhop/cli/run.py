@@ -14,6 +14,7 @@ import click
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.jobflags import JobFlags, job_options
 from fluxhop.cli.kubeopts import kube_options
+from fluxhop.cli.params import Seconds
 from fluxhop.cli.session import run_root
 from fluxhop.cli.where import reach
 from fluxhop.cluster.operations import MiniClusters
@@ -38,7 +39,7 @@ LOCAL_JOIN_TIMEOUT = 60.0  # brokers on one host join in seconds; --timeout can 
 @click.option("--keep", is_flag=True, help="Leave the MiniCluster in place when the job ends.")
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(0),
     default=600,
     show_default=True,
     help="Seconds to wait for rank 0 to start (the job itself may run longer).",

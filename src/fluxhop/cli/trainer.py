@@ -9,7 +9,7 @@ import click
 
 from fluxhop.cli.common import echo_objects, output_option
 from fluxhop.cli.kubeopts import connect, kube_options
-from fluxhop.cli.params import DOMAIN
+from fluxhop.cli.params import DOMAIN, FILE, Seconds
 from fluxhop.cli.session import run_root
 from fluxhop.documents import read_input
 from fluxhop.errors import InputError
@@ -69,11 +69,12 @@ def _input_options(func: Any) -> Any:
         "--runtime",
         "runtimes",
         multiple=True,
+        type=FILE,
         metavar="FILE",
         help="File with the (Cluster)TrainingRuntime (repeatable; may also be in -f).",
     )(func)
     func = click.option(
-        "-f", "--filename", required=True, help="The TrainJob YAML ('-' for stdin)."
+        "-f", "--filename", type=FILE, required=True, help="The TrainJob YAML ('-' for stdin)."
     )(func)
     return click.option(
         "--cluster-domain",
@@ -99,7 +100,7 @@ def render_command(filename, runtimes, cluster_domain, output) -> int:  # type: 
 @kube_options(short_namespace=False)
 @click.option("--keep", is_flag=True, help="Leave the JobSet in place when the job ends.")
 @click.option(
-    "--timeout", type=float, default=600, show_default=True, help="Seconds to wait for rank 0."
+    "--timeout", type=Seconds(0), default=600, show_default=True, help="Seconds to wait for rank 0."
 )
 def run_command(
     filename, runtimes, cluster_domain, kubeconfig, context, namespace, keep, timeout

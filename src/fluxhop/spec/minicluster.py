@@ -390,16 +390,22 @@ class MiniCluster(Model):
     @classmethod
     @checked
     def from_yaml(
-        cls, text: str, adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        cls,
+        text: str,
+        adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        *,
+        source: str | None = None,
     ) -> MiniCluster:
         """Load a MiniCluster manifest (one YAML document); ``adjust`` may change
-        the document (e.g. CLI flags write their fields in) before it is checked."""
+        the document (e.g. CLI flags write their fields in) before it is checked;
+        ``source`` (e.g. ``-f FILE``) is named when the text holds none or many."""
         try:
             documents = load_all(text, "the MiniCluster")
         except InputError as err:
             raise SpecError(str(err)) from None
         if len(documents) != 1:
-            raise SpecError(f"expected one MiniCluster document, found {len(documents)}")
+            where = f"{source}: " if source else ""
+            raise SpecError(f"{where}expected one MiniCluster document, found {len(documents)}")
         document = documents[0]
         if adjust is not None and isinstance(document, dict):
             document = adjust(document)

@@ -44,7 +44,9 @@ def pick(sources: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, 
                 continue
             check_document(doc)  # the shape the API server would accept, before any use
     if len(jobs) != 1:
-        raise TrainerError(f"expected one TrainJob in the files given, found {len(jobs)}")
+        raise TrainerError(
+            f"expected one TrainJob in the files given (-f, --runtime), found {len(jobs)}"
+        )
     job = jobs[0]
     ref = (job.get("spec") or {}).get("runtimeRef") or {}
     kind = ref.get("kind", "ClusterTrainingRuntime")
