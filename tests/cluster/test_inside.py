@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,7 @@ from tests.cluster.standin import (
     recording_flux,
     write_env,
 )
+from tests.conformance import CONFORMANCE
 from tests.realflux import flux_prefix, missing_flux
 from tests.render.fluxmetrics import EXPORTER
 
@@ -301,6 +303,46 @@ def test_which_metrics_py_the_status_exec_names(target, annotations, tail):
     assert (status.up, status.metrics, status.metrics_error) == (1, None, None)
 
 
+def _jobspec_file(tmp_path, command: list[str], suffix: str = ".yaml") -> Path:
+    """A V1 jobspec of ``command`` on one node (what flux run builds), as YAML or JSON."""
+    import yaml
+
+    from fluxhop.flux.jobspec import from_command
+
+    doc = from_command(command, nodes=1).to_dict()
+    path = tmp_path / f"job{suffix}"
+    path.write_text(json.dumps(doc) if suffix == ".json" else yaml.safe_dump(doc))
+    return path
+
+
+CANONICAL_ONLY = CONFORMANCE / "jobspec" / "valid" / "use_case_1.10.yaml"  # a rack: RFC 14, not V1
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("missing", "does not exist"),
+        ("broken", "-f {path}: "),
+        ("canonical", "-f {path} is a canonical jobspec (RFC 14) but not V1 (RFC 25)"),
+        ("with -N", "write what --nodes says in the jobspec"),
+        ("with a command", "give a command or -f JOBSPEC, not both"),
+    ],
+)
+def test_a_jobspec_is_checked_before_any_exec(pod, capfd, tmp_path, case, says):
+    good = _jobspec_file(tmp_path, ["true"])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("version: 1\nresources: []\ntasks: []\n")
+    path, extra = {"missing": (tmp_path / "nope.yaml", []), "broken": (broken, []),
+                   "canonical": (CANONICAL_ONLY, []), "with -N": (good, ["-N", "2"]),
+                   "with a command": (good, ["--", "true"])}[case]  # fmt: skip
+    code, out, err = cli(
+        capfd, "submit", "demo", "--kubeconfig", pod.kubeconfig, "-f", path, *extra
+    )
+    assert code != 0 and out == "" and err.count("\n") == 1, err
+    assert says.format(path=path) in err, err
+    assert pod.calls() == []  # nothing reached the pod
+
+
 # --- against a real Flux instance ------------------------------------------------------------
 
 
@@ -353,6 +395,25 @@ def test_submit_jobs_cancel_status_with_real_flux(real, capfd):
     assert "Job submission is enabled" in status["queue"]
     assert status["metrics"] is None  # its config dir has no metrics.py (made before it)
     assert len(real.calls()) == 6  # one exec per verb
+
+
+@real_flux
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_jobspec_file_is_submitted_as_it_is_with_real_flux(real, capfd, tmp_path, suffix):
+    """fluxhop submit NAME -f JOBSPEC: flux job submit reads it on stdin (one
+    exec); --watch streams the job and exits with its code."""
+    config = ["--kubeconfig", real.kubeconfig]
+    path = _jobspec_file(tmp_path, ["sh", "-c", "echo from the jobspec; exit 7"], suffix)
+    code, out, err = cli(capfd, "submit", "demo", *config, "-f", path)
+    assert code == 0, err
+    jobid = out.strip()
+    parse_jobid(jobid)
+    code, out, err = cli(capfd, "jobs", "demo", *config, "-a", "-o", "json")
+    assert jobid in {job["id"] for job in json.loads(out)}, out
+    code, out, err = cli(capfd, "submit", "demo", *config, "-f", path, "--watch")
+    assert (code, out) == (7, "from the jobspec\n"), err
+    first = real.calls()[0]
+    assert "-i" in first[: first.index("--")]  # the jobspec went on stdin
 
 
 @real_flux

@@ -54,6 +54,33 @@ def test_invalid_v1_files_fail_v1(path):
         jobspec.load(path.read_text(), v1=True)
 
 
+def _loads(text: str, v1: bool) -> bool:
+    try:
+        jobspec.load(text, v1=v1)
+    except InvalidJobspec:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("folder", ["valid", "valid_v1", "invalid", "invalid_v1"])
+def test_what_submit_f_takes_is_what_job_ingest_takes(folder):
+    """submittable: a V1 jobspec passes; one only RFC 14 says so; the rest
+    name their source; never two lines."""
+    for path in files(folder):
+        text = path.read_text()
+        if _loads(text, v1=True):
+            assert jobspec.submittable(text, "-f x").version == 1
+            continue
+        with pytest.raises(InvalidJobspec) as info:
+            jobspec.submittable(text, "-f x")
+        said = str(info.value)
+        assert "\n" not in said, said
+        if _loads(text, v1=False):
+            assert said.startswith("-f x is a canonical jobspec (RFC 14) but not V1"), said
+        else:
+            assert said.startswith("-f x: "), said
+
+
 @pytest.mark.parametrize("case", CASES["validity"], ids=ids(CASES["validity"]))
 def test_validity_table(case):
     path = CONFORMANCE / case["file"]

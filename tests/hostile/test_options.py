@@ -46,7 +46,7 @@ def _bad(option: click.Option) -> list[str]:
         return values + (["0"] if name in COUNTS else [])
     if kind.name in ("name", "domain"):
         return ["Bad_Name", "..", "a/b"]
-    if name in ("--filename", "--runtime"):  # a file fluxhop reads
+    if name in ("--filename", "--file", "--runtime"):  # a file fluxhop reads
         return ["/nonexistent/x.yaml", "/", "/dev/null"]
     if kind.name == "url":
         return ["not a url", "http://:8080/healthz", "ftp://0.0.0.0:8080/x", "http://h:x/p"]

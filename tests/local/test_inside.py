@@ -227,3 +227,20 @@ def test_status_numbers_are_the_instances(state, capfd, tmp_path):
         assert failed.metrics_error == "no numbers here"
     finally:
         assert cli(capfd, "delete", "--local", name)[0] == 0
+
+
+@real_flux
+def test_a_jobspec_file_into_a_local_minicluster(state, capfd, tmp_path):
+    """submit --local -f JOBSPEC: the same reader and flux job submit on stdin."""
+    from fluxhop.flux.jobspec import from_command
+
+    name = "specced"
+    path = tmp_path / "job.json"
+    path.write_text(from_command(["sh", "-c", "echo local jobspec; exit 4"], nodes=2).to_json())
+    code, _, err = cli(capfd, "create", "--local", "-N", "2", "--name", name)
+    assert code == 0, err
+    try:
+        code, out, err = cli(capfd, "submit", "--local", name, "-f", path, "--watch")
+        assert (code, out) == (4, "local jobspec\nlocal jobspec\n"), err
+    finally:
+        assert cli(capfd, "delete", "--local", name)[0] == 0

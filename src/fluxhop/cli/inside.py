@@ -7,14 +7,17 @@ import json
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from fluxhop.cli.common import shortened
 from fluxhop.cli.jobflags import flux_job_options, pop_flux_options, slot_options
 from fluxhop.cli.kubeopts import kube_options, local_option
-from fluxhop.cli.params import KUBE_NAME
+from fluxhop.cli.params import FILE, KUBE_NAME
 from fluxhop.cli.where import reach
 from fluxhop.cluster.inside import Inside
+from fluxhop.documents import read_input
 from fluxhop.errors import InputError
+from fluxhop.flux.jobspec import submittable
 from fluxhop.local.inside import LocalInside
 from fluxhop.local.store import LocalStore
 from fluxhop.spec.flags import parse_env
@@ -164,6 +167,14 @@ def _submit_options(func: Any) -> Any:
             click.option(
                 "--watch", is_flag=True, help="Stream the job's output; exit with its exit code."
             ),
+            click.option(
+                "-f",
+                "--file",
+                "jobspec",
+                type=FILE,
+                help="Submit this Flux jobspec (YAML or JSON, V1) instead of a command "
+                "(flux job submit); the job's shape is the jobspec's.",
+            ),
         ]
     ):
         func = option(func)
@@ -175,10 +186,11 @@ def _submit_options(func: Any) -> Any:
 @_submit_options
 @kube_options(short_namespace=False)
 @local_option()
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def submit_command(
     name: str,
     command: tuple[str, ...],
+    jobspec: str | None,
     nodes: int | None,
     ntasks: int | None,
     cores: int | None,
@@ -193,6 +205,8 @@ def submit_command(
     **flux: Any,
 ) -> int:
     """Submit COMMAND into a running MiniCluster; print its job ID (fluxhop submit NAME -- CMD)."""
+    if jobspec is not None:
+        return _submit_jobspec(name, jobspec, command, watch, kubeconfig, context, namespace, local)
     try:  # bad flags are one line here, before anything connects
         options = pop_flux_options(flux).words()
         options += [f"--env={key}={value}" for key, value in parse_env(env).items()]
@@ -205,6 +219,34 @@ def submit_command(
         return inside.submit_watch(name, list(command), cc=cc, **shape)
     for jobid in inside.submit(name, list(command), cc=cc, **shape):
         click.echo(jobid)
+    return 0
+
+
+# what -f JOBSPEC goes with; every other submit option shapes the job, which the jobspec does
+_BESIDE_A_JOBSPEC = {"name", "jobspec", "command", "watch", "kubeconfig", "context", "namespace",
+                     "local", "request_timeout"}  # fmt: skip
+
+
+def _submit_jobspec(name: str, path: str, command: tuple[str, ...], watch: bool,
+                    kubeconfig: str | None, context: str | None, namespace: str | None,
+                    local: bool) -> int:  # fmt: skip
+    """``submit -f``: the jobspec is the whole job, checked before anything connects."""
+    if command:
+        raise InputError("give a command or -f JOBSPEC, not both")
+    ctx = click.get_current_context()
+    shaping = [p.opts[-1] for p in ctx.command.params if p.name not in _BESIDE_A_JOBSPEC
+               and ctx.get_parameter_source(p.name or "") is ParameterSource.COMMANDLINE]  # fmt: skip
+    if shaping:
+        raise InputError(
+            f"-f JOBSPEC is the whole job: write what {shaping[0]} says in the jobspec, "
+            "not as a flag"
+        )
+    spec = submittable(read_input(path, "jobspec"), f"-f {path}")
+    inside = _inside(name, kubeconfig, context, namespace, local)
+    jobid = inside.submit_jobspec(name, spec)
+    if watch:
+        return inside.attach(name, jobid)
+    click.echo(jobid)
     return 0
 
 

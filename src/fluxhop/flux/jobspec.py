@@ -28,7 +28,7 @@ from fluxhop.errors import InputError, InvalidJobspec
 from fluxhop.flux.jobspec_rules import parse_count, validate
 from fluxhop.nesting import check_data
 
-__all__ = ["Jobspec", "ResourceSummary", "from_command", "load", "set_attribute"]
+__all__ = ["Jobspec", "ResourceSummary", "from_command", "load", "set_attribute", "submittable"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,24 @@ def load(source: str | bytes | Mapping[str, Any], *, v1: bool = True) -> Jobspec
             raise InvalidJobspec(f"jobspec: expected one document, found {len(documents)}")
         doc = documents[0] if documents else None
     return Jobspec(doc, v1=v1)
+
+
+def submittable(text: str, source: str) -> Jobspec:
+    """The jobspec in ``text`` (YAML or JSON), as a Flux instance's job-ingest
+    takes it: V1 (RFC 25), its default. One that is only canonical (RFC 14)
+    is refused saying so; every failure names ``source`` (e.g. ``-f FILE``)."""
+    try:
+        return load(text)
+    except InvalidJobspec as err:
+        reason = str(err).removeprefix("jobspec: ")
+        try:
+            load(text, v1=False)
+        except InvalidJobspec:
+            raise InvalidJobspec(f"{source}: {reason}") from None
+        raise InvalidJobspec(
+            f"{source} is a canonical jobspec (RFC 14) but not V1 (RFC 25), the version "
+            f"flux job-ingest takes: {reason}"
+        ) from None
 
 
 def _attribute_path(key: str) -> list[str]:

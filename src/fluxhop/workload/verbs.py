@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from fluxhop.errors import InstanceError
 from fluxhop.flux.jobid import parse as parse_jobid
+from fluxhop.flux.jobspec import Jobspec
 from fluxhop.workload.inside import (
     BROKER_NOT_STARTED,
     FLUX_SCRIPT,
@@ -119,10 +120,12 @@ class FluxVerbs(ABC):
         what: str,
         submit: bool = False,
         script: str = FLUX_SCRIPT,
+        stdin: str | None = None,
     ) -> str:
-        """flux ARGS beside rank 0 (or ``script``), its stdout; a failure is one line."""
-        argv = self._argv(name, args, submit=submit, script=script)
-        result = self.runner(argv, capture_output=True, text=True, check=False)
+        """flux ARGS beside rank 0 (or ``script``), ``stdin`` its input, its
+        stdout; a failure is one line."""
+        argv = self._argv(name, args, submit=submit, script=script, stdin=stdin is not None)
+        result = self.runner(argv, input=stdin, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise self._failed(name, result, what)
         return str(result.stdout)
@@ -140,6 +143,12 @@ class FluxVerbs(ABC):
     def submit_watch(self, name: str, command: Sequence[str], **shape: Any) -> int:
         """Submit and stream the job's output (flux submit --watch); its exit code."""
         return self.stream(name, submit_args(command, watch=True, **shape), submit=True)
+
+    def submit_jobspec(self, name: str, jobspec: Jobspec) -> str:
+        """Submit a jobspec as it is (flux job submit, on its stdin); the job ID."""
+        out = self.run(name, ["job", "submit"], what="flux job submit", submit=True,
+                       stdin=jobspec.to_json())  # fmt: skip
+        return out.strip()
 
     def jobs(self, name: str, *, all_jobs: bool = False) -> list[Job]:
         args = ["jobs", "--json", *(["-a"] if all_jobs else [])]
