@@ -4,6 +4,7 @@ in the exporter's JSON shape, to compare against."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -50,6 +51,17 @@ SCHED_SIMPLE = """
 sched = "sched-simple"
 feasibility = "sched-simple"
 """
+
+
+def constant(name: str) -> Any:
+    """A module-level constant of the exporter (it imports flux, which the
+    test's Python has not: read from its source)."""
+    for node in ast.parse(EXPORTER.read_text()).body:
+        if isinstance(node, ast.Assign) and [
+            t.id for t in node.targets if isinstance(t, ast.Name)
+        ] == [name]:
+            return ast.literal_eval(node.value)
+    raise KeyError(name)
 
 
 def flux_binary() -> str:

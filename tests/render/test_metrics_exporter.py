@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import ast
 import json
+import socket
 import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from tests.realflux.schedulers import Scheduler
 from tests.render.fluxmetrics import (
     EXPORTER,
     Instance,
+    constant,
     flatten,
     flux_binary,
     from_commands,
@@ -29,6 +32,7 @@ from tests.render.fluxmetrics import (
 )
 
 needs_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or "")
+MAX_WAITERS = constant("MAX_WAITERS")
 
 
 @pytest.fixture
@@ -204,6 +208,72 @@ def test_a_reader_waiting_for_a_change_hears_of_a_new_pending_job(flux, url):
     assert (moved["pending_nodes"], moved["pending_max_nodes"]) == (1, 1)
     again = json.loads(get(f"{url}/metrics.json?after=stale&wait=120")[2])
     assert again["version"] == moved["version"]  # a version it does not have: at once
+
+
+@pytest.fixture
+def exporter(flux) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """The exporter on every address (the default), on a free port: (its process, the port)."""
+    server = subprocess.Popen([flux_binary(), "python", str(EXPORTER), "--port", "0"],
+                              env=flux.env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert server.stderr is not None
+    try:
+        yield server, int(server.stderr.readline().split()[-1])
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        server.stderr.close()
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+
+
+def _long_poll(port: int, version: str) -> socket.socket:
+    client = socket.create_connection(("127.0.0.1", port), timeout=60)
+    client.sendall(f"GET /metrics.json?after={version}&wait=300 HTTP/1.0\r\n\r\n".encode())
+    return client
+
+
+@pytest.mark.flux
+@needs_flux
+def test_long_polls_are_bounded_and_end_with_their_clients(flux, exporter):
+    """At most MAX_WAITERS long polls hold a thread; the next are answered at
+    once; a waiter whose client goes ends (its thread with it)."""
+    process, port = exporter
+    url = f"http://127.0.0.1:{port}"
+    version = json.loads(get(f"{url}/metrics.json")[2])["version"]
+    assert version  # the journal is followed: waits hold
+    baseline = _threads(process.pid)
+    waiting = [_long_poll(port, version) for _ in range(MAX_WAITERS)]
+    wait_until(lambda: _threads(process.pid) == baseline + MAX_WAITERS, "every waiter held")
+    extra = [_long_poll(port, version) for _ in range(5)]
+    for client in extra:  # answered at once: with no cap each would hold for 300 s (timeout 60)
+        assert client.makefile("rb").readline().startswith(b"HTTP/1.0 200"), "not answered"
+        client.close()
+    assert get(f"{url}/metrics")[0] == 200  # scrapes go on meanwhile
+    for client in waiting:
+        client.close()
+    wait_until(lambda: _threads(process.pid) == baseline, "the waiters' threads gone")
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.flux
+@needs_flux
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
+def test_it_listens_on_ipv4_and_ipv6(flux, exporter, host):
+    if host == "[::1]" and not _ipv6_loopback():
+        pytest.skip("this machine has no IPv6 loopback")
+    code, _, body = get(f"http://{host}:{exporter[1]}/metrics")
+    assert code == 200 and "flux_brokers" in body
 
 
 @needs_flux

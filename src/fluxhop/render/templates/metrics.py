@@ -24,7 +24,10 @@ keeps serving. Nothing secret is read.
 job manager's journal; ``?after=VERSION&wait=SECONDS`` answers once it has
 moved (or the seconds have passed), so fluxhop's operator hears of a new
 pending job at once instead of polling (``version`` is null where the
-flux-core has no journal to follow: then it answers at once).
+flux-core has no journal to follow: then it answers at once). At most
+MAX_WAITERS such waits are held at once (more are answered at once), and
+a wait ends when its client goes, so a flood of them holds no thread for
+long. It listens on IPv6 and IPv4 (dual stack) where the pod has IPv6.
 """
 
 # ruff: noqa: UP006, UP035, UP045 - Python 3.6 has no dict[...] or X | None in hints
@@ -32,12 +35,14 @@ flux-core has no journal to follow: then it answers at once).
 import argparse
 import contextlib
 import json
+import select
+import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import parse_qs
 
 # flux-core's own bindings: there where this runs, absent where mypy checks it
@@ -49,6 +54,9 @@ from flux.resource import resource_list  # type: ignore[import-not-found,unused-
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TIMEOUT = 10.0  # seconds a scrape waits for any one RPC
 LISTED_TIMEOUT = 2.0  # seconds the journal's follower waits for job-list to list a job
+MAX_WAITERS = 64  # long polls held at once (one per operator replica and autoscaler is the use)
+WAIT_SLICE = 1.0  # seconds a long poll waits between looks at whether its client is still there
+LONGEST_WAIT = 300.0  # seconds a long poll is held at most
 
 # dict key -> (HELP text, label names); the metric is flux_<key>, all gauges
 FAMILIES = [
@@ -313,6 +321,7 @@ class Changes:
         self.count = 0
         self.following = False
         self.changed = threading.Condition()
+        self.waiters = threading.BoundedSemaphore(MAX_WAITERS)
 
     @property
     def version(self) -> str:
@@ -356,18 +365,42 @@ class Changes:
             self.following = False
             self.changed.notify_all()
 
-    def wait(self, after: Optional[str], seconds: float) -> Optional[str]:
+    def wait(
+        self, after: Optional[str], seconds: float, gone: Callable[[], bool] = lambda: False
+    ) -> Optional[str]:
         """The version once it is not ``after`` (or ``seconds`` have passed);
-        None where the journal cannot be followed (then at once)."""
-        deadline = time.monotonic() + max(0.0, min(seconds, 300.0))
-        with self.changed:
-            self.ensure()
-            while self.following and after == self.version:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.changed.wait(left)
-            return self.version if self.following else None
+        None where the journal cannot be followed (then at once). With
+        MAX_WAITERS already waiting it answers at once; it stops waiting
+        (and answers GONE) once ``gone()`` says the client has left."""
+        seconds = max(0.0, min(seconds, LONGEST_WAIT))
+        held = seconds > 0 and self.waiters.acquire(blocking=False)
+        deadline = time.monotonic() + (seconds if held else 0.0)
+        try:
+            with self.changed:
+                self.ensure()
+                while self.following and after == self.version:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.changed.wait(min(left, WAIT_SLICE))
+                    if gone():
+                        return GONE
+                return self.version if self.following else None
+        finally:
+            if held:
+                self.waiters.release()
+
+
+GONE = "\0gone"  # Changes.wait's answer for a client that left while it waited
+
+
+def _gone(connection: socket.socket) -> bool:
+    """Whether the client has closed its end (readable, with nothing to read)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _listed(handle: Any, jobid: int) -> None:
@@ -386,10 +419,29 @@ def _listed(handle: Any, jobid: int) -> None:
         handle.rpc("job-list.list-id", payload).wait_for(LISTED_TIMEOUT).get()
 
 
+class Reads:
+    """One read of Flux at a time (the collector keeps a cache), and one for
+    all who asked while it waited its turn: a request takes the numbers of a
+    read that started after it asked, so a flood of requests costs two reads,
+    not one each, and no answer is older than its question."""
+
+    def __init__(self) -> None:
+        self.collector = Collector()
+        self.lock = threading.Lock()
+        self.last: Optional[Metrics] = None
+        self.started = 0.0  # when the read that gave ``last`` began
+
+    def numbers(self, asked: float) -> Metrics:
+        with self.lock:
+            if self.last is None or self.started < asked:
+                started = time.monotonic()
+                self.last, self.started = self.collector.collect(), started
+            return dict(self.last)
+
+
 class Handler(BaseHTTPRequestHandler):
-    collector = Collector()
+    reads = Reads()
     changes = Changes()
-    collecting = threading.Lock()  # one read of Flux at a time (the collector's cache)
     timeout = 10  # seconds an idle client may hold a connection
 
     def do_GET(self) -> None:  # the name http.server calls
@@ -404,10 +456,13 @@ class Handler(BaseHTTPRequestHandler):
                 seconds = float(asked.get("wait", ["0"])[-1])
             except ValueError:
                 seconds = 0.0
-            version = self.changes.wait(asked.get("after", [None])[-1], seconds)
+            version = self.changes.wait(
+                asked.get("after", [None])[-1], seconds, lambda: _gone(self.connection)
+            )
+            if version == GONE:
+                return  # nobody to answer: the thread ends now
         try:
-            with self.collecting:
-                metrics = self.collector.collect()
+            metrics = self.reads.numbers(asked=time.monotonic())
         except Exception as error:  # any failed read: one line, keep serving
             line = f"reading flux failed: {type(error).__name__}: {error}"
             line = " ".join(line.split())
@@ -434,11 +489,38 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingMixIn, HTTPServer):
     daemon_threads = True  # a reader waiting for a change never holds up a scrape
+    # the listen backlog: http.server's 5 drops most of a flood's connections,
+    # whose clients then try again seconds later (the kernel caps it at somaxconn)
+    request_queue_size = 1024
+
+
+class DualStackServer(Server):
+    """IPv6 and, through IPv4-mapped addresses, IPv4 on one socket."""
+
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def make_server(port: int, address: str = "") -> Server:
+    """Every address (IPv6 too, where the pod has it), or the one given."""
+    if address in ("", "::"):
+        try:
+            return DualStackServer(("::", port), Handler)
+        except OSError:  # no IPv6 in this pod (e.g. disable_ipv6): IPv4 alone
+            if address == "::":
+                raise
+    if ":" in address:
+        return DualStackServer((address, port), Handler)
+    return Server((address, port), Handler)
 
 
 def serve(port: int, address: str = "") -> None:
     """Answer GET /metrics and /metrics.json on address:port until killed."""
-    server = Server((address, port), Handler)
+    server = make_server(port, address)
     sys.stderr.write(f"flux metrics on port {server.server_address[1]}\n")
     sys.stderr.flush()
     server.serve_forever()
