@@ -17,7 +17,8 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError, FluxhopWarning
 from fluxhop.render import TARGETS, render
 from fluxhop.spec import MiniCluster
-from fluxhop.spec.rules import env_name_problem
+from fluxhop.spec.names import dns_label_problem
+from fluxhop.spec.rules import env_name_problem, resource_name_problem
 from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api, ApiError
@@ -138,21 +139,59 @@ ENV_NAMES = ["my.var", "1abc", "a b", "a-b", "~!@#$%", "A=B", "A\tB", "é", "A\x
 def test_the_env_name_rule_is_the_api_servers(admin: Api, namespace: str, name: str):
     """fluxhop refuses an environment variable name exactly when the API
     server does (1.34+: printable ASCII but '=')."""
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "env", "namespace": namespace},
-        "spec": {
-            "containers": [{"name": "c", "image": "host", "env": [{"name": name, "value": "x"}]}]
-        },
-    }
+    container = {"name": "c", "image": "host", "env": [{"name": name, "value": "x"}]}
+    assert (env_name_problem(name) is None) == _server_accepts(admin, namespace, container)
+
+
+def _server_accepts(
+    admin: Api, namespace: str, container: dict, volumes: list | None = None
+) -> bool:
+    """Whether the API server takes a pod with this container (dry run)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rule", "namespace": namespace},
+           "spec": {"containers": [container], **({"volumes": volumes} if volumes else {})}}  # fmt: skip
     try:
         admin.create(f"/api/v1/namespaces/{namespace}/pods", pod, dryRun="All")
-        server_accepts = True
+        return True
     except ApiError as error:
         assert error.status == 422, error
-        server_accepts = False
-    assert (env_name_problem(name) is None) == server_accepts
+        return False
+
+
+# either side of each part of the rule: the standard names, hugepages, a
+# domain, kubernetes.io's own, quota's requests. prefix, a label key's limits
+RESOURCE_NAMES = [
+    "cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "storage", "pods", "gpu", "1",
+    "nvidia.com/gpu", "example.com/a_b", "example.com/-a", "Example.com/gpu", "kubernetes.io/x",
+    "requests.example.com/x", "example.com/" + "a" * 63, "example.com/" + "a" * 64,
+    "a" * 244 + ".com/x", "a" * 245 + ".com/x", "example.com/", "/gpu",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", RESOURCE_NAMES, ids=lambda n: n[:30])
+def test_the_resource_name_rule_is_the_api_servers(admin: Api, namespace: str, name: str):
+    """fluxhop refuses a container's requests or limits key exactly when the
+    API server does (issue #34: a TrainJob's limit named 1 reached the pod)."""
+    amount = "2Mi" if name.startswith("hugepages-") else "1"
+    container = {"name": "c", "image": "host", "resources": {"limits": {name: amount}}}
+    if name.startswith("hugepages-"):
+        container["resources"]["limits"]["memory"] = "2Mi"  # hugepages need cpu or memory beside
+    assert (resource_name_problem(name) is None) == _server_accepts(admin, namespace, container)
+
+
+LABELS = ["flux-view", "a", "a" * 63, "a" * 64, "Flux-View", "flux_view", "-a", "a-", "a.b", "1a"]
+
+
+@pytest.mark.parametrize("name", LABELS, ids=lambda n: n[:20])
+def test_the_container_and_volume_name_rules_are_the_api_servers(
+    admin: Api, namespace: str, name: str
+):
+    """spec.flux.container.name becomes an init container's name and volume
+    names are volumes': both DNS labels, refused before sending."""
+    container = {"name": name, "image": "host"}
+    assert (dns_label_problem(name) is None) == _server_accepts(admin, namespace, container)
+    mounted = {"name": "c", "image": "host", "volumeMounts": [{"name": name, "mountPath": "/v"}]}
+    volume = [{"name": name, "emptyDir": {}}]
+    assert (dns_label_problem(name) is None) == _server_accepts(admin, namespace, mounted, volume)
 
 
 def test_rendered_yaml_reads_back_in_kubectl(cluster: LocalCluster, crds: None, namespace: str):

@@ -333,3 +333,11 @@ def test_fcfs_asked_for_on_a_minicluster_that_can_grow_is_said_once():
     [warning] = caught
     assert "fails a job larger than the nodes up" in str(warning.message)
     assert "use easy (fluxhop's default), hybrid or conservative" in str(warning.message)
+
+
+@pytest.mark.parametrize("name", ["Flux_View", "view.init", "-view"])
+def test_the_view_containers_name_is_a_dns_label(name):
+    """It becomes an init container's name: the API server would refuse it
+    after fluxhop had started."""
+    with pytest.raises(SpecError, match=r"spec\.flux\.container\.name: .* lower-case letters"):
+        MiniCluster.from_dict(minimal(flux={"container": {"name": name}}))

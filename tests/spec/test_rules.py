@@ -1,11 +1,11 @@
 """Kubernetes' own rules (spec/rules.py): image references as the container
-runtimes parse them."""
+runtimes parse them, container resource names as the API server checks them."""
 
 from __future__ import annotations
 
 import pytest
 
-from fluxhop.spec.rules import image_problem
+from fluxhop.spec.rules import image_problem, resource_name_problem
 
 HEX = "0123456789abcdef"
 
@@ -54,3 +54,22 @@ def test_bad_references(image, words):
 
 def test_a_tag_does_not_count_toward_the_name():
     assert image_problem("a" * 255 + ":" + "t" * 128) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "accepted"),
+    [
+        ("cpu", True),
+        ("hugepages-1Gi", True),
+        ("nvidia.com/gpu", True),
+        ("kubernetes.io/x", True),
+        ("storage", False),  # a volume's resource, not a container's
+        ("gpu", False),
+        ("1", False),
+        ("requests.example.com/x", False),  # quota's prefix
+        ("a" * 244 + ".com/x", False),  # fits a label key, not behind requests.
+    ],
+)
+def test_container_resource_names(name, accepted):
+    """The API server's rule (tests/realk8s/test_apply.py holds it to the real one)."""
+    assert (resource_name_problem(name) is None) is accepted

@@ -404,3 +404,13 @@ def test_retry_settings_the_runtime_chose_are_kept():
     objects = build(trainjob(numNodes=2, command=["x"]), runtime, cert=CERT)
     assert node_job_spec(objects)["backoffLimit"] == 1
     assert objects[-1]["spec"]["failurePolicy"] == {"maxRestarts": 2}
+
+
+@pytest.mark.parametrize("name", ["1", "gpu", "storage"])
+def test_a_resource_the_api_server_would_refuse_is_refused_here(name):
+    """A limit whose key is no container resource name never reaches a pod."""
+    job = trainjob(numNodes=1, command=["x"], resourcesPerNode={"limits": {name: 1}})
+    with pytest.raises(
+        TrainerError, match=rf"resourcesPerNode\.limits: '{name}' is not a container resource"
+    ):
+        build(job, flux_runtime(), cert=CERT)

@@ -20,7 +20,7 @@ from fluxhop.flux.limits import MAX_CORES_PER_NODE, MAX_GPUS_PER_NODE
 from fluxhop.flux.topology import validate_topo
 from fluxhop.spec.container import ResourceRequirements, SecurityContext
 from fluxhop.spec.model import OPERATOR, Model
-from fluxhop.spec.rules import EnvName, ImageRef, Interface
+from fluxhop.spec.rules import DnsLabel, EnvName, ImageRef, Interface
 
 __all__ = ["DEFAULT_VIEW_IMAGE", "FluxContainer", "FluxSpec", "LoggingSpec", "Scheduler"]
 
@@ -32,7 +32,7 @@ class FluxContainer(Model):
 
     image: ImageRef = DEFAULT_VIEW_IMAGE
     disable: bool = False
-    name: str = "flux-view"
+    name: DnsLabel = "flux-view"  # an init container's name
     mount_path: str = "/mnt/flux"
     pull_always: bool = False
     working_dir: str | None = None

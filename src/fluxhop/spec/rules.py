@@ -39,6 +39,7 @@ __all__ = [
     "image_problem",
     "interface_problem",
     "qualified_name_problem",
+    "resource_name_problem",
 ]
 
 MAX_NODES = 100_000  # an Indexed Job's completions and parallelism (batch/v1 validation)
@@ -61,7 +62,9 @@ _IMAGE = re.compile(
 # only these algorithms, each with exactly its hash's length in lower-case hex
 _DIGEST_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
 _NAME_MAX = 255  # distribution/reference: [host/]path, tag and digest not counted
-_NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
+# the resources a container may name without a domain (core/v1 helper
+# IsStandardContainerResourceName); hugepages-<size> besides
+_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
 
 
 def dns_subdomain_problem(value: str) -> str | None:
@@ -152,14 +155,28 @@ def interface_problem(value: str) -> str | None:
 
 
 def resource_name_problem(value: str) -> str | None:
-    if value in _NATIVE_RESOURCES or value.startswith("hugepages-"):
+    """A container's requests and limits key, as the API server checks it
+    (validateContainerResourceName): a standard container resource, or an
+    extended one - a qualified name with a domain, which also reads as one
+    behind quota's ``requests.`` prefix."""
+    if value in _CONTAINER_RESOURCES or value.startswith("hugepages-"):
         return None
     if "/" not in value:
         return (
-            "is not a resource name: use cpu, memory, ephemeral-storage, hugepages-<size>, "
-            "or a qualified name such as nvidia.com/gpu"
+            "is not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size>, "
+            "or an extended resource with a domain such as nvidia.com/gpu"
         )
-    return qualified_name_problem(value)
+    problem = qualified_name_problem(value)
+    if problem:
+        return problem
+    if "kubernetes.io/" not in value and (
+        value.startswith("requests.") or qualified_name_problem(f"requests.{value}")
+    ):
+        return (
+            "is not an extended resource name: a domain/name that does not start with "
+            "'requests.' and fits a label key's length limits (e.g. nvidia.com/gpu)"
+        )
+    return None
 
 
 def _rule(problem: Callable[[str], str | None]) -> AfterValidator:

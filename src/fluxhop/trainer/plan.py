@@ -27,7 +27,7 @@ from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.flux.limits import MAX_CORES_PER_NODE
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.quantity import parse_quantity, size_problem
-from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem
+from fluxhop.spec.rules import MAX_NODES, env_name_problem, image_problem, resource_name_problem
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.fields import screen_runtime, screen_trainjob
 from fluxhop.trainer.schema import check_document
@@ -143,9 +143,13 @@ def upsert_env(base: list[dict[str, Any]], overrides: list[dict[str, Any]]) -> l
 
 
 def _check_sizes(resources: Mapping[str, Any], where: str) -> None:
-    """Every amount a quantity, none beyond what any node has."""
+    """Every name a container resource, every amount a quantity, none beyond
+    what any node has."""
     for section in ("requests", "limits"):
         for name, amount in _mapping(resources.get(section), f"{where}.{section}").items():
+            named = resource_name_problem(str(name))
+            if named:
+                raise TrainerError(f"{where}.{section}: {shown(str(name))} {named}")
             try:
                 count = parse_quantity(amount)
             except ValueError as err:
