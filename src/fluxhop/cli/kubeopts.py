@@ -59,7 +59,10 @@ def kube_options(short_namespace: bool = True) -> Callable[[Any], Any]:
 def connect(kubeconfig: str | None, context: str | None, namespace: str | None) -> MiniClusters:
     ctx = click.get_current_context(silent=True)
     timeout = ctx.meta.get(TIMEOUT_KEY, DEFAULT_REQUEST_TIMEOUT) if ctx else DEFAULT_REQUEST_TIMEOUT
-    return MiniClusters(Kube.connect(kubeconfig, context, namespace, request_timeout=timeout))
+    kube = Kube.connect(kubeconfig, context, namespace, request_timeout=timeout)
+    if ctx is not None:
+        ctx.call_on_close(kube.close)  # its connections, when the command ends, however it ends
+    return MiniClusters(kube)
 
 
 def local_option(

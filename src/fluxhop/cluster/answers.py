@@ -74,7 +74,8 @@ def retry_after(err: Exception) -> float | None:
 
 INSTALL_HINT = {
     "JobSet": "install the JobSet controller, or use --target job",
-    "MiniCluster": "install the Flux Operator, or use --target job",
+    "MiniCluster": "install fluxhop's operator (kubectl apply -k deploy/) or the Flux "
+    "Operator, or use --target job",
     "TrainJob": "install Kubeflow Trainer",
     "Workload": "install Kueue, or create the MiniCluster without --queue",
 }
