@@ -275,7 +275,7 @@ def test_missing_crd_says_what_to_install(fake, ops):
         "the JobSet API (jobset.x-k8s.io) is not installed in this cluster; "
         "install the JobSet controller, or use --target job"
     )
-    with pytest.raises(NotInstalled, match=r"kubectl apply -k deploy/) or the Flux Operator"):
+    with pytest.raises(NotInstalled, match=r"kubectl apply -k deploy/\) or the Flux Operator"):
         ops.create(spec(), "minicluster")
 
 
