@@ -110,6 +110,7 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
         "debug": _upstream("debug"),
         "emptydir": _upstream("emptydir"),
         "timed": _upstream("timed"),
+        "minimal-service": _upstream("minimal-service"),  # 4 tasks on 2 nodes
         # pods limited to one CPU, on nodes of more: what each writes into R
         "cpu-limit": _limited("flux resource R", cpu=1),
         FINISHED: _hello(maxSize=3),  # resized once it has ended (below)
@@ -293,6 +294,21 @@ def test_upstream_tests_end_the_same(two_operators: SideBySide):
         post = outcome.outcomes["post"]
         assert post.rank0_log.index("hello world") < post.rank0_log.index("hello post")
         assert "hello post" in post.worker_log
+
+
+def test_a_minimal_service_ends_the_same_and_fluxhop_says_it_keeps_its_own(
+    two_operators: SideBySide,
+):
+    """upstream's minimal-service test: the Flux Operator's Service selects
+    rank 0 only; fluxhop keeps one headless Service for every broker (its
+    brokers find each other by name either way) and says it left the field out."""
+    theirs, ours = (two_operators.flux_operator.outcomes["minimal-service"],
+                    two_operators.fluxhop.outcomes["minimal-service"])  # fmt: skip
+    assert theirs.finished == ours.finished == "Succeeded", (theirs.rank0_log, ours.events)
+    assert theirs.rank0_log.count("hello-world") == ours.rank0_log.count("hello-world") == 4
+    said = [e for e in ours.events if e.startswith("SpecWarning: ")]
+    assert len(said) == 1 and "spec.flux.minimalService" in said[0], ours.events
+    assert not any(e.startswith("SpecWarning") for e in theirs.events)
 
 
 def test_a_field_fluxhop_leaves_out_is_said_here(two_operators: SideBySide):
