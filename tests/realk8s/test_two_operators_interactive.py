@@ -1,7 +1,8 @@
 """MiniClusters that wait for work, under both operators (issue #35 item
 3): fluxhop's ``examples/operator-managed.yaml`` (which says it runs
-unchanged under the Flux Operator) and ``examples/interactive-ensemble.yaml``,
-and upstream's ``interactive__minicluster-persistent`` and
+unchanged under the Flux Operator), ``examples/interactive-ensemble.yaml``
+and ``examples/fluxion-queue-policy.yaml`` (with the queue policy each
+operator writes into the broker config), and upstream's ``interactive__minicluster-persistent`` and
 ``scaling__expand``. Each is taken through the steps a user types: every
 broker up, a job on every node, ``kubectl scale minicluster`` to its
 maxSize, a job on every node again, ``flux shutdown`` - first under the
@@ -16,6 +17,7 @@ is who says so."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,7 @@ from tests.realk8s.tools import eventually, kubectl
 
 pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
 
-OURS = ("operator-managed.yaml", "interactive-ensemble.yaml")
+OURS = ("operator-managed.yaml", "interactive-ensemble.yaml", "fluxion-queue-policy.yaml")
 UPSTREAM = ("interactive__minicluster-persistent.yaml", "scaling__expand__minicluster.yaml")
 EXAMPLES = OURS + UPSTREAM
 RENAMED = dict(
@@ -68,12 +70,20 @@ class Steps:
     scaled_hosts: list[str] | None  # the same after the scale (None: no room to scale)
     finished: str  # after `flux shutdown`: Succeeded or Failed (the Job's, or the resource's)
     events: list[str]  # "reason: message" of the events on the MiniCluster
+    policy: str | None  # Fluxion's queue policy in the broker config (flux config get)
 
 
 def _hosts(cluster: LocalCluster, admin: Api, namespace: str, name: str, nodes: int) -> list[str]:
     done = flux(cluster, admin, namespace, name, "run", "-N", str(nodes), "hostname")
     assert done is not None and done.returncode == 0, done and done.stderr
     return sorted(done.stdout.split())
+
+
+def _policy(cluster: LocalCluster, admin: Api, namespace: str, name: str) -> str | None:
+    done = flux(cluster, admin, namespace, name, "config", "get")
+    assert done is not None and done.returncode == 0, done and done.stderr
+    policy = json.loads(done.stdout).get("sched-fluxion-qmanager", {}).get("queue-policy")
+    return None if policy is None else str(policy)
 
 
 def _steps(cluster: LocalCluster, admin: Api, namespace: str, document: dict[str, Any], *,
@@ -87,6 +97,7 @@ def _steps(cluster: LocalCluster, admin: Api, namespace: str, document: dict[str
     admin.create(MINICLUSTERS.format(namespace), document)
     brokers(size)
     hosts, scaled = _hosts(cluster, admin, namespace, name, size), None
+    policy = _policy(cluster, admin, namespace, name)
     if bigger is not None:
         kubectl(cluster, "scale", "-n", namespace, "minicluster", name, "--replicas", str(bigger))
         brokers(bigger)
@@ -102,7 +113,7 @@ def _steps(cluster: LocalCluster, admin: Api, namespace: str, document: dict[str
             lambda: next((kind for kind in ("Succeeded", "Failed")
                           if condition(admin.get(path), kind).get("status") == "True"), None),
             120)  # fmt: skip
-    return Steps(hosts, scaled, str(finished), events_of(admin, namespace, name))
+    return Steps(hosts, scaled, str(finished), events_of(admin, namespace, name), policy)
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +153,16 @@ def test_a_view_that_cannot_serve_the_image_is_said_here_and_silent_there(
     ours = [e for e in both["fluxhop"][name].events if e.startswith("SpecWarning: ")]
     assert len(ours) == 1 and "glibc" in ours[0] and "flux-view-rocky:tag-9" in ours[0], ours
     assert not any("glibc" in e or "view" in e for e in both["flux-operator"][name].events)
+
+
+def test_fluxion_s_queue_policy_is_easy_here_unless_asked_and_fcfs_there(
+    both: dict[str, dict[str, Steps]],
+):
+    """Both write spec.flux.scheduler.queuePolicy into the broker config;
+    unset, fluxhop chooses easy (a job larger than the brokers up waits
+    rather than fails), the Flux Operator Fluxion's fcfs."""
+    asked = "fluxion-queue-policy.yaml"
+    assert both["flux-operator"][asked].policy == both["fluxhop"][asked].policy == "easy"
+    for name in ("operator-managed.yaml", *UPSTREAM):
+        assert both["flux-operator"][name].policy == "fcfs", name
+        assert both["fluxhop"][name].policy == "easy", name
