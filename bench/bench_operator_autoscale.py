@@ -59,7 +59,7 @@ import bench_autoscale  # this directory: its fluxhop command and its wait
 from bench_autoscale import cli
 from fluxhop.cluster import inside as cluster_inside
 from fluxhop.cluster.api import Kube
-from fluxhop.operator import autoscaling, handlers
+from fluxhop.operator import autoscale_timer, handlers
 from fluxhop.operator.reconcile import FIELD_MANAGER
 
 NAME = "grow"
@@ -89,7 +89,7 @@ class Counting:
     @contextlib.contextmanager
     def installed(self):
         send, look, execute = httpx2.Client.send, handlers.on_autoscale, cluster_inside.pod_exec
-        resize, waited = autoscaling.Operated.resize, handlers.waited
+        resize, waited = autoscale_timer.Operated.resize, handlers.waited
 
         def counted_send(client, request, *args, **kwargs):
             api = request.url.path.startswith(("/api/", "/apis/"))  # not rank 0's exporter
@@ -127,7 +127,7 @@ class Counting:
         with (
             mock.patch.object(httpx2.Client, "send", counted_send),
             mock.patch.object(cluster_inside, "pod_exec", counted_exec),
-            mock.patch.object(autoscaling.Operated, "resize", timed_resize),
+            mock.patch.object(autoscale_timer.Operated, "resize", timed_resize),
             mock.patch.object(handlers, "on_autoscale", counted_look),
             mock.patch.object(handlers, "waited", timed_wait),
         ):

@@ -75,9 +75,12 @@ def test_a_server_never_reached_is_said_at_once(kubeconfig):
     def refuse(request):
         raise httpx2.ConnectError("connection refused", request=request)
 
-    with fluxhop.Client(kubeconfig=str(kubeconfig), transport=httpx2.MockTransport(refuse)) as api:
-        with pytest.raises(Unreachable, match=f"context fake of {kubeconfig}"):
-            api.list()
+    refusing = httpx2.MockTransport(refuse)
+    with (
+        fluxhop.Client(kubeconfig=str(kubeconfig), transport=refusing) as api,
+        pytest.raises(Unreachable, match=f"context fake of {kubeconfig}"),
+    ):
+        api.list()
 
 
 def test_unknown_backend():

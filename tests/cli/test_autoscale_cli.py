@@ -11,7 +11,10 @@ from fluxhop.cli import main
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--scale-down-delay", "-1"], "--scale-down-delay': '-1': give a number of seconds at least 0"),
+        (
+            ["--scale-down-delay", "-1"],
+            "--scale-down-delay': '-1': give a number of seconds at least 0",
+        ),
         (["--interval", "0"], "--interval': '0': give a number of seconds more than 0"),
     ],
 )
