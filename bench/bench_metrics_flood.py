@@ -33,17 +33,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.realflux import missing_flux
-from tests.render.fluxmetrics import EXPORTER, Instance, flux_binary
+from tests.render.fluxmetrics import EXPORTER, Instance, flux_binary, threads
 
 ACCEPT_WINDOW = 60.0  # seconds the flood's connections are given
 SETTLE = 15.0  # seconds the threads are given to go once the clients have closed
-
-
-def threads(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    return 0
 
 
 def scrape(url: str) -> float:

@@ -7,6 +7,7 @@ never returned)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import click
@@ -111,5 +112,6 @@ def test_a_bad_option_is_refused_before_any_request(
     assert cli_cluster.requests == []
 
 
+@functools.cache
 def _command(path: tuple[str, ...]) -> click.Command:
     return dict(_commands(cli))[path]

@@ -64,6 +64,12 @@ def constant(name: str) -> Any:
     raise KeyError(name)
 
 
+def threads(pid: int) -> int:
+    """The threads of process ``pid`` (/proc): the exporter's, held by its clients."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+
+
 def flux_binary() -> str:
     return str(flux_prefix() / "bin" / "flux")
 

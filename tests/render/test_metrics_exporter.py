@@ -14,7 +14,6 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,6 +27,7 @@ from tests.render.fluxmetrics import (
     flux_binary,
     from_commands,
     parse,
+    threads,
     wait_until,
 )
 
@@ -224,11 +224,6 @@ def exporter(flux) -> Iterator[tuple[subprocess.Popen[str], int]]:
         server.stderr.close()
 
 
-def _threads(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
-
-
 def _long_poll(port: int, version: str) -> socket.socket:
     client = socket.create_connection(("127.0.0.1", port), timeout=60)
     client.sendall(f"GET /metrics.json?after={version}&wait=300 HTTP/1.0\r\n\r\n".encode())
@@ -244,9 +239,9 @@ def test_long_polls_are_bounded_and_end_with_their_clients(flux, exporter):
     url = f"http://127.0.0.1:{port}"
     version = json.loads(get(f"{url}/metrics.json")[2])["version"]
     assert version  # the journal is followed: waits hold
-    baseline = _threads(process.pid)
+    baseline = threads(process.pid)
     waiting = [_long_poll(port, version) for _ in range(MAX_WAITERS)]
-    wait_until(lambda: _threads(process.pid) == baseline + MAX_WAITERS, "every waiter held")
+    wait_until(lambda: threads(process.pid) == baseline + MAX_WAITERS, "every waiter held")
     extra = [_long_poll(port, version) for _ in range(5)]
     for client in extra:  # answered at once: with no cap each would hold for 300 s (timeout 60)
         assert client.makefile("rb").readline().startswith(b"HTTP/1.0 200"), "not answered"
@@ -254,7 +249,7 @@ def test_long_polls_are_bounded_and_end_with_their_clients(flux, exporter):
     assert get(f"{url}/metrics")[0] == 200  # scrapes go on meanwhile
     for client in waiting:
         client.close()
-    wait_until(lambda: _threads(process.pid) == baseline, "the waiters' threads gone")
+    wait_until(lambda: threads(process.pid) == baseline, "the waiters' threads gone")
 
 
 def _ipv6_loopback() -> bool:
