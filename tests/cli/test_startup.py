@@ -53,6 +53,25 @@ def test_version_and_help_import_nothing_heavy(args):
     }
 
 
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_the_bare_version_flag_skips_click_and_says_what_click_says(flag, capsys):
+    """``fluxhop --version`` alone is answered before click is imported, in
+    the same words click's version option prints for it."""
+    from fluxhop.cli import main
+
+    _, modules = modules_after(flag)
+    assert "click" not in modules
+    assert main([flag]) == 0
+    fast = capsys.readouterr().out
+    assert app.main([flag]) == 0
+    assert fast == capsys.readouterr().out
+
+
+def test_version_among_other_arguments_is_click_s():
+    _, modules = modules_after("--version", "--help")
+    assert "click" in modules
+
+
 def test_render_imports_only_what_rendering_needs():
     code, modules = modules_after("render", "-f", "examples/lammps.yaml")
     assert code == 0

@@ -36,8 +36,28 @@ def _finished(code: int, argv: Sequence[str] | None) -> int:
     return code
 
 
+VERSION_FLAGS = (["--version"], ["-V"])
+
+
+def _version_only(argv: Sequence[str] | None) -> bool:
+    """``fluxhop --version`` alone needs no command framework: importing
+    click costs four times what Python itself takes to start, so the bare
+    flag is answered here, in click's words (``fluxhop, version X``). Any
+    other argument list, ``--version`` among others included, goes to click."""
+    if argv is None:
+        import sys
+
+        argv = sys.argv[1:]
+    return list(argv) in VERSION_FLAGS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxhop``."""
+    if _version_only(argv):
+        from fluxhop.version import __version__
+
+        print(f"fluxhop, version {__version__}")
+        return 0
     try:
         from fluxhop.cli.app import main as run
     except KeyboardInterrupt:

@@ -282,7 +282,10 @@ class MiniCluster(Model):
     UNSUPPORTED: ClassVar[dict[str, str]] = {"status": "it is set by the operator"}
     # Operator features fluxhop's own pods do not implement (batch, services,
     # ...), kept with their paths for the Flux Operator target, which can run them.
-    _operator_extras: list[tuple[tuple[Any, ...], Any]] = PrivateAttr(default_factory=list)
+    # A default, not default_factory=list: pydantic copies an empty default per
+    # instance, but reads a builtin factory's signature from its text each time
+    # (tokenize's big pattern compiled on the first model: 2 ms of start-up).
+    _operator_extras: list[tuple[tuple[Any, ...], Any]] = PrivateAttr(default=[])
 
     @field_validator("api_version")
     @classmethod
