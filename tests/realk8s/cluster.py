@@ -64,8 +64,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The Flux view images the view init containers start from: Kubeflow
 # Trainer's flux plugin's (its default, and the one its examples name) and
-# the Flux Operator's default (spec.flux.container.image).
+# the Flux Operator's default (spec.flux.container.image), and the one the
+# Flux Operator's OSU example, and so examples/mpi-hello-openmpi.yaml, name.
 FLUX_VIEW_IMAGES = (
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-focal",
     "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
     "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
 )

@@ -27,6 +27,7 @@ from tests.realk8s.binaries import bin_dir, missing_binaries
 from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_until
 from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
+from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
@@ -197,6 +198,14 @@ def namespace(admin: Api) -> Iterator[str]:
     admin.create("/api/v1/namespaces", {"metadata": {"name": name}})
     yield name
     admin.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="session")
+def mpi_programs() -> Iterator[dict[str, Path]]:
+    """The MPI matrix's program (tests/realk8s/mpi), built with each of
+    Debian's MPI flavours installed here: flavour -> the binary."""
+    yield {name: build(f) for name, f in FLAVOURS.items() if not f.missing()}
+    shutil.rmtree(BUILD_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,13 @@ def _flux_operator_finished(api: Api, namespace: str, name: str) -> str | None:
     return finished
 
 
+def finished(api: Api, namespace: str, name: str, *, flux_operator: bool) -> str | None:
+    """How MiniCluster ``name`` ended as its operator reports it (None: not yet)."""
+    if flux_operator:
+        return _flux_operator_finished(api, namespace, name)
+    return _resource_finished(api.get(f"{MINICLUSTERS.format(namespace)}/{name}"))
+
+
 def run(
     api: Api, namespace: str, document: dict[str, Any], *, flux_operator: bool, timeout: float = 300
 ) -> Outcome:
@@ -128,15 +135,21 @@ def run(
     name = document["metadata"]["name"]
     path = MINICLUSTERS.format(namespace)
     api.create(path, document)
+    how = (
+        "its Job Complete or Failed, or rank 0 restarting"
+        if flux_operator
+        else "Succeeded or Failed"
+    )
+    ended = eventually(f"{name}: {how}",
+                       lambda: finished(api, namespace, name, flux_operator=flux_operator), timeout,
+                       every=0.5)  # fmt: skip
+    return outcome(api, namespace, name, ended, flux_operator=flux_operator)
+
+
+def outcome(api: Api, namespace: str, name: str, ended: str, *, flux_operator: bool) -> Outcome:
+    """The record of MiniCluster ``name``, which ended as ``ended`` says."""
+    path = MINICLUSTERS.format(namespace)
     job_path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
-    if flux_operator:
-        finished = eventually(f"{name}: its Job Complete or Failed, or rank 0 restarting",
-                              lambda: _flux_operator_finished(api, namespace, name), timeout,
-                              every=0.5)  # fmt: skip
-    else:
-        finished = eventually(f"{name}: Succeeded or Failed",
-                              lambda: _resource_finished(api.get(f"{path}/{name}")), timeout,
-                              every=0.5)  # fmt: skip
     resource = api.get(f"{path}/{name}")
     pod = rank0(api, namespace, name)
     log = log_of(api, namespace, pod)
@@ -152,5 +165,5 @@ def run(
     }  # fmt: skip
     configmaps = [c for c in api.get(KINDS["ConfigMap"].format(namespace))["items"]
                   if c["metadata"]["name"] != "kube-root-ca.crt"]  # fmt: skip
-    return Outcome(finished, code, log, worker_log, events_of(api, namespace, name), objects,
+    return Outcome(ended, code, log, worker_log, events_of(api, namespace, name), objects,
                    api.get(job_path), configmaps, resource)  # fmt: skip

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,8 @@ import yaml
 from tests.examples.gallery import EXAMPLES, Example, read
 from tests.realflux import missing_fluxion
 from tests.realk8s.api import Api, ApiError
-from tests.realk8s.cleanup import RUN_DIR
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.mpi import FLAVOURS, build
+from tests.realk8s.mpi import FLAVOURS
 from tests.realk8s.mpi import read as read_mpi
 from tests.realk8s.test_apply import PATHS, collection
 from tests.realk8s.test_mpi import MPICH_FINALIZE, MPICH_HANG_LIMIT
@@ -174,24 +172,16 @@ def test_the_interactive_ensemble_as_its_header_says(
     eventually("the pods gone", lambda: not admin.get(pods)["items"], 120)
 
 
-@pytest.fixture(scope="module")
-def programs() -> Iterator[dict[str, Path]]:
-    """The MPI matrix's program, built with Debian's MPICH and Open MPI."""
-    directory = RUN_DIR / "examples"
-    yield {name: build(f, directory) for name, f in FLAVOURS.items() if not f.missing()}
-    shutil.rmtree(directory, ignore_errors=True)
-
-
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_the_mpi_hello_example_runs_across_pods(
-    cluster: LocalCluster, namespace: str, tmp_path: Path, programs: dict[str, Path],
+    cluster: LocalCluster, namespace: str, tmp_path: Path, mpi_programs: dict[str, Path],
     flavour: str, needs_flux: Path,
 ):  # fmt: skip
     """The example's pods and ranks (4 x 2) and its own option flags (``-o
     mpi=openmpi@5`` for Open MPI), the MPI matrix's program for its command
     (it says where each rank runs and checks an allreduce and messages
     between pods), and the MPI matrix's time limit for the known MPICH hang."""
-    if flavour not in programs:
+    if flavour not in mpi_programs:
         pytest.skip(FLAVOURS[flavour].missing() or flavour)
     example = read(EXAMPLE[f"mpi-hello-{flavour}.yaml"])
     (document,) = example.documents
@@ -199,7 +189,7 @@ def test_the_mpi_hello_example_runs_across_pods(
     copy = on_this_machine(example, tmp_path, flux={"container": {"disable": True},
                                                     "optionFlags": flags})  # fmt: skip
     changed = yaml.safe_load(copy.read_text())
-    changed["spec"]["containers"][0]["command"] = str(programs[flavour])
+    changed["spec"]["containers"][0]["command"] = str(mpi_programs[flavour])
     copy.write_text(yaml.safe_dump(changed))
     done = fluxhop(cluster, "run", "--namespace", namespace, "-f", str(copy), timeout=300)
     result, context = read_mpi(output(done.stdout)), f"{done.stdout}\n{done.stderr}"

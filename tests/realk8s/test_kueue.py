@@ -20,46 +20,18 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.queues import KUEUE, local_queue
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-QUOTA = {"flavor": "default", "cpu": "2"}  # two brokers of one CPU each
+QUOTA = {"cpu": "2"}  # two brokers of one CPU each
 
 
 @pytest.fixture
 def queue(kueue: Running, admin: Api, namespace: str) -> Iterator[str]:
     """LocalQueue ``lq`` in the test's namespace, on a ClusterQueue of its own."""
-    cq = f"cq-{namespace}"
-    admin.apply(f"{KUEUE}/resourceflavors/default", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"},
-    }, "test")  # fmt: skip
-    admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
-        "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "preemption": {"withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": QUOTA["flavor"], "resources": [{"name": "cpu", "nominalQuota": QUOTA["cpu"]}]}]}],
-        },
-    }, "test")  # fmt: skip
-    admin.apply(f"{KUEUE}/namespaces/{namespace}/localqueues/lq", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq},
-    }, "test")  # fmt: skip
-    eventually("the ClusterQueue active", lambda: any(
-        c["type"] == "Active" and c["status"] == "True"
-        for c in admin.get(f"{KUEUE}/clusterqueues/{cq}").get("status", {}).get("conditions") or []))  # fmt: skip
-    yield "lq"
-    # the namespace goes with the test; its Workloads' finalizers need Kueue up
-    for job in admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]:
-        admin.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{job['metadata']['name']}",
-                     {"propagationPolicy": "Background"})  # fmt: skip
-    eventually(
-        "its Workloads gone",
-        lambda: not admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"],
-    )
-    admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/lq")
-    admin.delete(f"{KUEUE}/clusterqueues/{cq}")
+    with local_queue(admin, namespace, "lq", QUOTA,
+                     preemption={"withinClusterQueue": "LowerPriority"}) as name:  # fmt: skip
+        yield name
 
 
 def flags(namespace: str, queue: str, *more: str) -> list[str]:

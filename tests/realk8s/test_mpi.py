@@ -15,9 +15,7 @@ sched-simple, which place the 8 ranks on the 4 brokers alike.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from tests.realflux.schedulers import Scheduler
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import SPARE
-from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build, read
+from tests.realk8s.mpi import FLAVOURS, read
 from tests.realk8s.tools import fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -49,27 +47,20 @@ MPICH_FINALIZE = (
 )
 
 
-@pytest.fixture(scope="module")
-def programs() -> Iterator[dict[str, Path]]:
-    built = {name: build(flavour) for name, flavour in FLAVOURS.items() if not flavour.missing()}
-    yield built
-    shutil.rmtree(BUILD_DIR, ignore_errors=True)
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_mpi_across_pods(
-    cluster: LocalCluster, admin: Api, namespace: str, programs: dict[str, Path],
+    cluster: LocalCluster, admin: Api, namespace: str, mpi_programs: dict[str, Path],
     flavour: str, layout: str, scheduler: Scheduler,
 ):  # fmt: skip
-    if flavour not in programs:
+    if flavour not in mpi_programs:
         pytest.skip(FLAVOURS[flavour].missing() or flavour)
     name = f"mpi-{flavour}"
     chosen = ["--sched-simple"] if scheduler.simple else []
     done = fluxhop(
         cluster, "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
         "--name", name, "--keep", "-N", "4", "-n", "8", "-t", MPICH_HANG_LIMIT, *LAYOUTS[layout],
-        *chosen, "--", str(programs[flavour]), timeout=300,
+        *chosen, "--", str(mpi_programs[flavour]), timeout=300,
     )  # fmt: skip
     pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
     nodes = Counter(pod["spec"]["nodeName"] for pod in pods)

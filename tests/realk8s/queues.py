@@ -1,0 +1,82 @@
+"""A Kueue LocalQueue for a test: a ResourceFlavor ``default``, a ClusterQueue
+of the quota asked for that admits from one namespace only, and the
+LocalQueue on it; taken down after the test, its Workloads first (their
+finalizers need Kueue up, and the namespace waits for them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tests.realk8s.api import Api, ApiError
+from tests.realk8s.tools import eventually
+
+__all__ = ["KUEUE", "QUEUE_LABEL", "local_queue", "workloads_of"]
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+FLAVOR = "default"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _active(admin: Api, cq: str) -> bool:
+    conditions = admin.get(f"{KUEUE}/clusterqueues/{cq}").get("status", {}).get("conditions")
+    return any(c["type"] == "Active" and c["status"] == "True" for c in conditions or [])
+
+
+@contextmanager
+def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
+                **spec: Any) -> Iterator[str]:  # fmt: skip
+    """LocalQueue ``name`` in ``namespace`` with ``quota`` (resource -> nominal
+    quota, each a covered resource of the flavor); ``spec`` adds to the
+    ClusterQueue's spec (preemption, ...)."""
+    cq = f"{name}-{namespace}"
+    admin.apply(f"{KUEUE}/resourceflavors/{FLAVOR}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR},
+    }, "test")  # fmt: skip
+    resources = [{"name": resource, "nominalQuota": value} for resource, value in quota.items()]
+    admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "resourceGroups": [{"coveredResources": list(quota),
+                                "flavors": [{"name": FLAVOR, "resources": resources}]}],
+            **spec,
+        },
+    }, "test")  # fmt: skip
+    admin.apply(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq},
+    }, "test")  # fmt: skip
+    eventually("the ClusterQueue active", lambda: _active(admin, cq))
+    try:
+        yield name
+    finally:
+        # the queued Jobs at once (one request: a Job its owner's deletion
+        # takes first is no 404); the namespace's others stay
+        admin.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs",
+                     {"propagationPolicy": "Background"}, labelSelector=QUEUE_LABEL)  # fmt: skip
+        eventually("its Workloads gone", lambda: not workloads_of(admin, namespace))
+        admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}")
+        admin.delete(f"{KUEUE}/clusterqueues/{cq}")
+        # gone, not going: a queue of the same name made next must be a new one
+        # (Kueue forgets a ClusterQueue whose deletion ends after it was applied)
+        eventually("the ClusterQueue gone", lambda: _gone(admin, f"{KUEUE}/clusterqueues/{cq}"))
+
+
+def _gone(admin: Api, path: str) -> bool:
+    try:
+        admin.get(path)
+    except ApiError as error:
+        if error.status == 404:
+            return True
+        raise
+    return False
+
+
+def workloads_of(admin: Api, namespace: str, job: str | None = None) -> list[dict[str, Any]]:
+    """Kueue's Workloads in ``namespace`` (those of Job ``job`` only, if named)."""
+    found = admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
+    return [w for w in found if job is None or any(
+        owner["kind"] == "Job" and owner["name"] == job
+        for owner in w["metadata"].get("ownerReferences") or [])]  # fmt: skip
