@@ -17,7 +17,8 @@ Kueue: a LocalQueue ``team-a``, as the example asks for, with the quota its
 four brokers need (4 CPUs, 8Gi), or one CPU short of it. Three cases under
 each operator: the example as written (the queue label on the MiniCluster),
 the label in ``spec.jobLabels`` (the Flux Operator's field for its Job's
-labels), and the example as written on the short quota.
+labels), the example as written on the short quota, and the example as
+``fluxhop render --target minicluster`` writes it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 import pytest
 import yaml
 
+from fluxhop.render import render
+from fluxhop.spec import MiniCluster
 from tests.conformance import REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
@@ -77,6 +80,14 @@ def queued(name: str, *, job_labels: bool = False) -> dict[str, Any]:
     document["metadata"]["name"] = name
     if job_labels:
         document["spec"]["jobLabels"] = document["metadata"].pop("labels")
+    return document
+
+
+def rendered(name: str) -> dict[str, Any]:
+    """The example as ``fluxhop render --target minicluster`` writes it."""
+    spec = MiniCluster.from_dict(queued(name))
+    (document,) = [o for o in render(spec, "minicluster") if o["kind"] == "MiniCluster"]
+    document["metadata"].pop("namespace")
     return document
 
 
@@ -135,6 +146,7 @@ CASES = {  # case -> (its document, the LocalQueue's quota)
     "as-written": (lambda: queued("queued"), QUOTA),
     "job-labels": (lambda: queued("queued-job-labels", job_labels=True), QUOTA),
     "short-quota": (lambda: queued("queued-short"), SHORT),
+    "rendered": (lambda: rendered("queued-rendered"), QUOTA),
 }
 
 
@@ -238,3 +250,13 @@ def test_a_short_quota_holds_it_here_and_not_there(both: dict[str, Session]):
     )
     assert (ours.ended, ours.pods) == (HELD, 0), ours
     assert theirs.ended == "Succeeded" and theirs.workloads == [], theirs
+
+
+def test_fluxhop_render_for_the_flux_operator_is_queued_there(both: dict[str, Session]):
+    """``--target minicluster`` writes the queue label into spec.jobLabels:
+    the Flux Operator's Job carries it, and Kueue admits it with the quota."""
+    for operator, session in both.items():
+        case = session.queued["rendered"]
+        assert case.ended == "Succeeded", (operator, case)
+        assert case.job_labels.get(QUEUE_LABEL) == "team-a", (operator, case.job_labels)
+        assert case.admitted(), (operator, case.workloads)

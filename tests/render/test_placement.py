@@ -8,6 +8,7 @@ from fluxhop.errors import FluxhopWarning
 from fluxhop.render import render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.placement import Placement, place
+from tests.documents import minicluster_doc
 from tests.pss import pod_specs
 from tests.render.test_render import CERT, by_kind, spec_of
 from tests.schemas import validate
@@ -187,7 +188,7 @@ def test_the_operator_target_says_what_it_cannot_carry():
     with pytest.warns(FluxhopWarning) as caught:
         (cr,) = [o for o in render(spec, "minicluster", cert=CERT) if o["kind"] == "MiniCluster"]
     said = " ".join(str(w.message) for w in caught)
-    assert "Kueue does not manage the Flux Operator's MiniCluster" in said
+    assert "queue" not in said  # carried: the Flux Operator labels its Job with spec.jobLabels
     assert "spec.pod.priorityClassName is not copied" in said
     assert "spec.pod.podsPerNode is not copied" in said
     validate(cr)
@@ -195,6 +196,16 @@ def test_the_operator_target_says_what_it_cannot_carry():
         {"key": "a", "operator": "Exists", "effect": "NoSchedule"}
     ]
     assert QUEUE not in cr["metadata"]["labels"]
+    assert cr["spec"]["jobLabels"] == {QUEUE: "team-a"}
+
+
+def test_the_operator_target_keeps_job_labels_beside_the_queue():
+    document = minicluster_doc("demo", "team", jobLabels={"team": "hpc"},
+                               containers=[{"image": "ubuntu:noble", "command": "hostname"}])  # fmt: skip
+    document["metadata"]["labels"] = {QUEUE: "q"}
+    spec = MiniCluster.from_dict(document)
+    (cr,) = [o for o in render(spec, "minicluster", cert=CERT) if o["kind"] == "MiniCluster"]
+    assert cr["spec"]["jobLabels"] == {"team": "hpc", QUEUE: "q"}
 
 
 def test_toleration_seconds_is_kept_for_pods_but_not_sent_to_the_flux_operator():

@@ -18,7 +18,7 @@ from typing import Any
 
 from fluxhop.errors import FluxhopWarning, SpecError, shown
 from fluxhop.render.objects import common_labels
-from fluxhop.spec.kueue import queue_of
+from fluxhop.spec.kueue import QUEUE_LABEL, queue_of
 from fluxhop.spec.minicluster import API_VERSION, MiniCluster
 from fluxhop.spec.pod import EXTENSIONS as POD_EXTENSIONS
 from fluxhop.spec.rules import image_problem
@@ -80,15 +80,15 @@ def _leave_out(body: dict[str, Any]) -> None:
             del body[section]
 
 
-def _queue(spec: MiniCluster) -> None:
+def _queue(spec: MiniCluster, body: dict[str, Any]) -> None:
+    """The queue label goes where the Flux Operator copies labels onto its
+    Job, ``spec.jobLabels``: Kueue manages no MiniCluster resource, but it
+    queues that Job (its webhook suspends it as it is made, and admits it
+    with the quota), as tests/realk8s/test_two_operators_examples.py shows.
+    A label on the MiniCluster's metadata alone reaches no Job there."""
     queue = queue_of(spec)
     if queue:
-        warnings.warn(
-            f"queue {queue}: Kueue does not manage the Flux Operator's MiniCluster resource, so "
-            "it is not queued; use --target job or jobset to go through Kueue",
-            FluxhopWarning,
-            stacklevel=3,
-        )
+        body.setdefault("jobLabels", {})[QUEUE_LABEL] = queue
 
 
 def _document(spec: MiniCluster) -> dict[str, Any]:
@@ -176,7 +176,7 @@ def minicluster_resource(spec: MiniCluster) -> dict[str, Any]:
             if isinstance(container.get("command"), list):
                 container["command"] = shlex.join(container["command"])
     _leave_out(body)
-    _queue(spec)
+    _queue(spec, body)
     _job_shape(spec, body)
     _scheduling(spec, body)
     meta: dict[str, Any] = {
