@@ -1,6 +1,6 @@
 """Peers built from ``../shared/upstream/``: the systems fluxhop is measured
-against that the Go module proxy does not serve (the Flux Operator; DWS's
-Workflow controller will join it).
+against that the Go module proxy does not serve: the Flux Operator, and
+DWS's Workflow controller and admission webhook (one program, two modes).
 
 Each is built by ``python -m tests.peers.build`` (part ``peers`` of
 ``python -m tests.build``) from a *copy* of its upstream folder, prepared as
@@ -20,7 +20,7 @@ from tests.caches import user_cache
 from tests.conformance import upstream
 from tests.realk8s.binaries import go_version
 
-__all__ = ["CACHE_VARIABLE", "FLUX_OPERATOR", "PEERS", "Peer", "cache_root"]
+__all__ = ["CACHE_VARIABLE", "DWS", "FLUX_OPERATOR", "PEERS", "Peer", "cache_root"]
 
 CACHE_VARIABLE = "FLUXHOP_PEERS_CACHE"
 # The build recipe's version: part of the digest, so a changed recipe rebuilds.
@@ -99,4 +99,8 @@ FLUX_OPERATOR = Peer(
     debian=("libczmq-dev", "libzmq3-dev", "libsodium-dev"),
 )
 
-PEERS = {peer.name: peer for peer in (FLUX_OPERATOR,)}
+# DWS (DataWorkflowServices) as its Makefile builds the manager it ships: one
+# static binary, run twice (--mode=controller, --mode=webhook).
+DWS = Peer(name="dws", program="dws-manager", package="./cmd/")
+
+PEERS = {peer.name: peer for peer in (FLUX_OPERATOR, DWS)}

@@ -70,4 +70,4 @@ def test_a_current_build_is_kept_and_a_changed_folder_builds_anew(
 
 def test_an_unknown_peer_is_one_line(capsys: pytest.CaptureFixture[str]):
     assert peers_build.main(["nope"]) == 2
-    assert capsys.readouterr().err == "build: no peer 'nope'; peers: flux-operator\n"
+    assert capsys.readouterr().err == "build: no peer 'nope'; peers: flux-operator, dws\n"

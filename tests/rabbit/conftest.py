@@ -11,7 +11,7 @@ WORKFLOW_UID = "0b7c2a4e-9d1f-4c55-8a11-1f2e3d4c5b6a"
 def workflow_object(*directives: str, name: str = "fluxjob-1234", namespace: str = "default"):
     """A Workflow as the API server returns it (only the fields fluxhop reads)."""
     return {
-        "apiVersion": "dataworkflowservices.github.io/v1alpha3",
+        "apiVersion": "dataworkflowservices.github.io/v1alpha7",
         "kind": "Workflow",
         "metadata": {"name": name, "namespace": namespace, "uid": WORKFLOW_UID},
         "spec": {"dwDirectives": list(directives), "jobID": 1234, "userID": 1001, "groupID": 2001},

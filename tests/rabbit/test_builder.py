@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fluxhop.rabbit import RabbitError, RabbitRequest, Workflow
+from fluxhop.rabbit.storage import RabbitVolume
 from fluxhop.render import render
 from tests.rabbit.conftest import RABBITS, WORKFLOW_UID, rabbit_job, workflow_object
 from tests.schemas import validate
@@ -201,37 +202,53 @@ def test_host_directories_for_the_fabric():
     }
 
 
-def test_every_mountable_directive_is_mounted_at_its_own_index(workflow):
-    spec = build({"rabbit_mount": "/mnt/wabbit"}, workflow=workflow)
+def nnf_says(workflow):
+    """Where NNF mounted the fixture Workflow's mountable file systems (its
+    NnfAccess mountPaths): not composed by fluxhop, so any prefix will do."""
+    flow = Workflow.from_object(workflow)
+    return [
+        RabbitVolume(fs.name, fs.command, fs.index, f"/nnf-prefix/{WORKFLOW_UID}-{fs.index}")
+        for fs in flow.file_systems()
+    ]
+
+
+def test_every_mountable_file_system_is_mounted_where_nnf_mounted_it(workflow):
+    spec = build(workflow=workflow, storage=nnf_says(workflow))
     volumes = spec.spec.flux_container.volumes
     rabbit = {n: (v.host_path, v.path) for n, v in volumes.items() if n.startswith("rabbit-")}
-    assert rabbit == {
-        # index 0 is XFS (not mountable twice) and index 2 is a copy_in
-        "rabbit-1": (f"/mnt/nnf/{WORKFLOW_UID}-1", "/mnt/wabbit/shared-scratch"),
-        "rabbit-3": (f"/mnt/nnf/{WORKFLOW_UID}-3", "/mnt/wabbit/big"),
-        "rabbit-4": (f"/mnt/nnf/{WORKFLOW_UID}-4", "/mnt/wabbit/project-data"),
-    }
+    at = {i: f"/nnf-prefix/{WORKFLOW_UID}-{i}" for i in (1, 3, 4)}
+    # index 0 is XFS (not mountable twice) and index 2 is a copy_in
+    assert rabbit == {f"rabbit-{i}": (path, path) for i, path in at.items()}
     env = spec.spec.flux_container.environment
-    assert env["DW_JOB_shared_scratch"] == "/mnt/wabbit/shared-scratch"
-    assert env["DW_JOB_big"] == "/mnt/wabbit/big"
-    assert env["DW_PERSISTENT_project_data"] == "/mnt/wabbit/project-data"
+    assert env["DW_JOB_shared_scratch"] == at[1]
+    assert env["DW_JOB_big"] == at[3]
+    assert env["DW_PERSISTENT_project_data"] == at[4]
     assert (env["DW_WORKFLOW_NAME"], env["DW_WORKFLOW_NAMESPACE"]) == ("fluxjob-1234", "default")
     template = pod_spec(render(spec, "job"))[1]
     host_paths = {v["name"]: v["hostPath"] for v in template["volumes"] if "hostPath" in v}
-    assert host_paths["rabbit-3"] == {"path": f"/mnt/nnf/{WORKFLOW_UID}-3", "type": "Directory"}
+    assert host_paths["rabbit-3"] == {"path": at[3], "type": "Directory"}
+
+
+def test_rabbit_mount_puts_them_in_a_directory_each(workflow):
+    spec = build({"rabbit_mount": "/mnt/wabbit"}, workflow=workflow, storage=nnf_says(workflow))
+    volumes = spec.spec.flux_container.volumes
+    assert volumes["rabbit-1"].host_path == f"/nnf-prefix/{WORKFLOW_UID}-1"
+    assert volumes["rabbit-1"].path == "/mnt/wabbit/shared-scratch"
+    assert spec.spec.flux_container.environment["DW_JOB_big"] == "/mnt/wabbit/big"
 
 
 def test_a_single_file_system_is_mounted_at_rabbit_mount_itself():
     flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch")
-    spec = build({}, workflow=flow)
+    spec = build({"rabbit_mount": "/mnt/nnf/rabbit"}, workflow=flow, storage=nnf_says(flow))
     volume = spec.spec.flux_container.volumes["rabbit-0"]
-    assert (volume.host_path, volume.path) == (f"/mnt/nnf/{WORKFLOW_UID}-0", "/mnt/nnf/rabbit")
+    assert (volume.host_path, volume.path) == (f"/nnf-prefix/{WORKFLOW_UID}-0", "/mnt/nnf/rabbit")
     assert spec.spec.flux_container.environment["DW_JOB_scratch"] == "/mnt/nnf/rabbit"
 
 
 def test_workflow_defaults_do_not_leak_into_the_next_job(workflow):
     request = RabbitRequest.from_jobspec(rabbit_job({"env": {"A": "1"}}))
-    with_flow = request.to_minicluster(RABBITS, name="a", uid=UID, gid=GID, workflow=workflow)
+    with_flow = request.to_minicluster(RABBITS, name="a", uid=UID, gid=GID, workflow=workflow,
+                                       storage=nnf_says(workflow))  # fmt: skip
     without = request.to_minicluster(RABBITS, name="b", uid=UID, gid=GID)
     assert any(n.startswith("rabbit-") for n in with_flow.spec.flux_container.volumes)
     assert set(without.spec.flux_container.volumes) == {"devices", "net"}
@@ -244,7 +261,7 @@ def test_workflow_defaults_do_not_leak_into_the_next_job(workflow):
 
 def test_user_env_cannot_shadow_workflow_variables(workflow):
     with pytest.raises(RabbitError, match=r"rabbit\.mpi\.env\.DW_JOB_big is set by the workflow"):
-        build({"env": {"DW_JOB_big": "/elsewhere"}}, workflow=workflow)
+        build({"env": {"DW_JOB_big": "/elsewhere"}}, workflow=workflow, storage=nnf_says(workflow))
 
 
 def test_workflow_object_is_checked():
@@ -266,3 +283,11 @@ def test_same_request_same_bytes():
     first = render(build({"nodes": 3}), "job", cert=cert)
     again = render(build({"nodes": 3}), "job", cert=cert)
     assert first == again
+
+
+def test_no_cxi_resource_requests_no_nic():
+    spec = build(cxi_resource=None)
+    assert spec.spec.flux_container.resources.limits == {}
+    container = pod_spec(render(spec, "job"))[1]["containers"][0]
+    assert not container.get("resources", {}).get("limits"), container
+    assert build().spec.flux_container.resources.limits == {"beta.hpe.com/cxi": 1}

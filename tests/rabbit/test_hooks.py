@@ -8,7 +8,7 @@ import pytest
 import fluxhop
 from fluxhop.errors import Forbidden
 from fluxhop.rabbit.errors import RabbitError
-from fluxhop.rabbit.hooks import LOG_LIMIT, on_setup, on_teardown, tail
+from fluxhop.rabbit.hooks import LOG_LIMIT, on_pre_run, on_setup, on_teardown, tail
 from fluxhop.rabbit.policy import Owner, Policy
 from tests.cluster.fakeapi import FakeAPIServer
 from tests.cluster.fixtures import foreign_job
@@ -42,8 +42,30 @@ def managed(fake, namespace="default"):
     }
 
 
-def test_setup_creates_the_minicluster_owned_by_the_workflow(fake, client, workflow):
-    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+@pytest.fixture
+def workflow():
+    """A Workflow with no file system: what NNF mounted is read on the real
+    cluster (tests/realk8s/test_rabbit_dws.py), not served by the fake."""
+    return workflow_object()
+
+
+def test_setup_checks_and_makes_nothing(fake, workflow):
+    assert on_setup(COMMAND_JOB, workflow, RABBITS, OWNER) == "fluxjob-1234"
+    assert managed(fake) == set()
+    with pytest.raises(RabbitError, match=r"rabbit\.mpi\.nodes"):
+        on_setup(rabbit_job({"nodes": "two"}), workflow, RABBITS, OWNER)
+    assert on_setup({"attributes": {"system": {"dw": "xfs"}}}, workflow, RABBITS, OWNER) is None
+
+
+def test_pre_run_without_what_nnf_writes_is_one_line_and_makes_nothing(fake, client):
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch")
+    with pytest.raises(RabbitError, match=r"no NnfAccess fluxjob-1234-0-servers .* PreRun"):
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
+def test_pre_run_creates_the_minicluster_owned_by_the_workflow(fake, client, workflow):
+    name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     assert name == "fluxjob-1234"
     assert managed(fake) == {
         ("ConfigMap", "fluxjob-1234-flux-config"),
@@ -56,7 +78,7 @@ def test_setup_creates_the_minicluster_owned_by_the_workflow(fake, client, workf
     owners = job["metadata"]["ownerReferences"]
     assert owners == [
         {
-            "apiVersion": "dataworkflowservices.github.io/v1alpha3",
+            "apiVersion": "dataworkflowservices.github.io/v1alpha7",
             "kind": "Workflow",
             "name": "fluxjob-1234",
             "uid": WORKFLOW_UID,
@@ -64,7 +86,7 @@ def test_setup_creates_the_minicluster_owned_by_the_workflow(fake, client, workf
     ]
     template = job["spec"]["template"]["spec"]
     assert template["securityContext"]["runAsGroup"] == 2001
-    assert any(v["name"] == "rabbit-1" for v in template["volumes"])
+    assert not any(v["name"].startswith("rabbit-") for v in template["volumes"])  # none asked
 
 
 def desired(obj):
@@ -79,17 +101,19 @@ def desired(obj):
     )
 
 
-def test_setup_twice_changes_nothing(fake, client, workflow):
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+def test_pre_run_twice_changes_nothing(fake, client, workflow):
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     before = {k: desired(fake.get(*k)) for k in managed(fake)}
-    assert on_setup(COMMAND_JOB, workflow, list(reversed(RABBITS)), OWNER, client) == "fluxjob-1234"
+    assert (
+        on_pre_run(COMMAND_JOB, workflow, list(reversed(RABBITS)), OWNER, client) == "fluxjob-1234"
+    )
     after = {k: desired(fake.get(*k)) for k in managed(fake)}
     assert after == before  # same objects, same CURVE key
 
 
 def test_a_job_without_rabbit_mpi_gets_nothing(fake, client, workflow):
     assert (
-        on_setup({"attributes": {"system": {"dw": "xfs"}}}, workflow, RABBITS, OWNER, client)
+        on_pre_run({"attributes": {"system": {"dw": "xfs"}}}, workflow, RABBITS, OWNER, client)
         is None
     )
     assert fake.requests == []
@@ -98,9 +122,9 @@ def test_a_job_without_rabbit_mpi_gets_nothing(fake, client, workflow):
 def test_policy_refuses_before_touching_the_cluster(fake, client, workflow):
     policy = Policy.from_config({"users": ["bob"]})
     with pytest.raises(RabbitError, match=r"user alice .* may not create rabbit MiniClusters"):
-        on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client, policy=policy)
+        on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client, policy=policy)
     assert fake.requests == []
-    assert on_setup(
+    assert on_pre_run(
         COMMAND_JOB,
         workflow,
         RABBITS,
@@ -112,20 +136,20 @@ def test_policy_refuses_before_touching_the_cluster(fake, client, workflow):
 
 def test_bad_request_is_a_clear_error_and_creates_nothing(fake, client, workflow):
     with pytest.raises(RabbitError, match=r"rabbit\.mpi\.nodes=\"two\""):
-        on_setup(rabbit_job({"nodes": "two"}), workflow, RABBITS, OWNER, client)
+        on_pre_run(rabbit_job({"nodes": "two"}), workflow, RABBITS, OWNER, client)
     assert fake.requests == []
 
 
 def test_a_failed_create_leaves_nothing_behind(fake, client, workflow):
     fake.fail("PATCH", "configmaps", 403)
     with pytest.raises(Forbidden):
-        on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+        on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     assert managed(fake) == set()
 
 
 def test_the_workflows_namespace_is_used(fake, client):
-    flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=s", namespace="nnf")
-    on_setup(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    flow = workflow_object(namespace="nnf")
+    on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
     assert managed(fake, "nnf") and not managed(fake, "default")
     assert on_teardown(flow, client, lambda text: None)
     assert not managed(fake, "nnf")
@@ -134,7 +158,7 @@ def test_the_workflows_namespace_is_used(fake, client):
 def test_teardown_keeps_the_last_50000_characters_of_rank_0(fake, client, workflow, saved):
     lines = [f"step {i:06d} energy -1.{i:08d}\n" for i in range(4000)]  # ~128 kB
     fake.runner = lambda pod, index: (lines if index == 0 else ["worker noise\n"], 0)
-    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     client.wait(name, timeout=30)
     assert on_teardown(workflow, client, saved.append) is True
     assert saved == ["".join(lines)[-LOG_LIMIT:]]
@@ -143,7 +167,7 @@ def test_teardown_keeps_the_last_50000_characters_of_rank_0(fake, client, workfl
 
 
 def test_teardown_twice_is_safe(fake, client, workflow, saved):
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     assert on_teardown(workflow, client, saved.append) is True
     assert on_teardown(workflow, client, saved.append) is False
     assert len(saved) <= 1
@@ -158,7 +182,7 @@ def test_teardown_without_a_lead_pod_still_deletes(kubeconfig, workflow, saved):
     quiet = FakeAPIServer(controllers=False)  # no Job controller: no pods at all
     try:
         with client_for(quiet, kubeconfig) as client:
-            on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+            on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
             assert on_teardown(workflow, client, saved.append) is True
         assert saved == [] and managed(quiet) == set()
     finally:
@@ -167,7 +191,7 @@ def test_teardown_without_a_lead_pod_still_deletes(kubeconfig, workflow, saved):
 
 def test_teardown_of_pods_that_never_started(fake, client, workflow, saved):
     fake.schedulable = False
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     assert on_teardown(workflow, client, saved.append) is True
     assert managed(fake) == set()
 
@@ -176,14 +200,14 @@ def test_teardown_of_pods_that_never_started_keeps_no_log_and_says_so(
     fake, client, workflow, saved, caplog
 ):
     fake.schedulable = False
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     assert on_teardown(workflow, client, saved.append) is True
     assert saved == []
     assert "no log kept" in caplog.text or "lost the log" in caplog.text
 
 
 def test_teardown_deletes_even_when_saving_the_log_fails(fake, client, workflow):
-    name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     client.wait(name, timeout=30)
 
     def broken(text: str) -> None:
@@ -195,7 +219,7 @@ def test_teardown_deletes_even_when_saving_the_log_fails(fake, client, workflow)
 
 
 def test_teardown_leaves_another_workflows_minicluster_alone(fake, client, workflow, saved):
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     stranger = workflow_object()
     stranger["metadata"]["uid"] = "another-uid"
     assert on_teardown(stranger, client, saved.append) is False
@@ -209,14 +233,14 @@ def test_teardown_leaves_objects_fluxhop_did_not_make_alone(fake, client, workfl
 
 
 def test_deleting_the_workflow_collects_everything(fake, client, workflow):
-    on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
     fake.owner_deleted(WORKFLOW_UID)
     assert managed(fake) == set()
 
 
 def test_minicluster_target_for_sites_with_the_flux_operator(fake, kubeconfig, workflow, saved):
     with client_for(fake, kubeconfig, target="minicluster") as client:
-        name = on_setup(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+        name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
         cr = fake.get("MiniCluster", name)
         assert cr["metadata"]["ownerReferences"][0]["uid"] == WORKFLOW_UID
         assert cr["spec"]["pod"]["nodeSelector"] == {"cray.nnf.node": "true"}
@@ -229,7 +253,7 @@ def test_minicluster_target_for_sites_with_the_flux_operator(fake, kubeconfig, w
 def test_owner_may_be_a_uid_looked_up_on_this_host(fake, client, workflow):
     import os
 
-    on_setup(COMMAND_JOB, workflow, RABBITS, os.getuid(), client)
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, os.getuid(), client)
     job = fake.get("Job", "fluxjob-1234")
     context = job["spec"]["template"]["spec"]["securityContext"]
     assert (context["runAsUser"], context["runAsGroup"]) == (os.getuid(), os.getgid())

@@ -16,7 +16,7 @@ import yaml
 
 from fluxhop.flux.jobspec import Jobspec
 from fluxhop.rabbit import DEFAULT_IMAGE, RabbitError, RabbitRequest
-from fluxhop.rabbit.request import DEFAULT_MOUNT, parse_bool
+from fluxhop.rabbit.request import parse_bool
 
 
 def job(mpi=None, **system):
@@ -166,7 +166,7 @@ def test_defaults():
     assert parsed.interactive and parsed.command == ()
     assert parsed.adds_flux is False  # the default image has Flux
     assert (parsed.tasks, parsed.nodes, parsed.rabbits) == (None, None, None)
-    assert dict(parsed.env) == {} and parsed.rabbit_mount == DEFAULT_MOUNT
+    assert dict(parsed.env) == {} and parsed.rabbit_mount is None
     assert not (parsed.succeed or parsed.exclusive)
 
 

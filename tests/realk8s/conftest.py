@@ -26,6 +26,7 @@ from tests.realk8s.api import Api
 from tests.realk8s.binaries import bin_dir, missing_binaries
 from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_until
 from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
+from tests.realk8s.dws import Dws, missing_dws
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
 from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build
 from tests.realk8s.tools import kubectl
@@ -92,9 +93,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for controller in CONTROLLERS:  # their own markers: -m kueue, -m "not trainer", ...
                 if controller in fixtures:
                     item.add_marker(getattr(pytest.mark, controller))
-            if {"flux_operator", "two_operators"} & set(fixtures):
+            # the Flux Operator's fixture, or a module holding both operators side by side
+            if "flux_operator" in fixtures or Path(item.path).name.startswith("test_two_operators"):
                 item.add_marker(pytest.mark.fluxoperator)
                 peer = missing_flux_operator()
+                if peer and not reason:
+                    item.add_marker(pytest.mark.skip(reason=peer))
+            if "dws" in fixtures:
+                item.add_marker(pytest.mark.dws)
+                peer = missing_dws()
                 if peer and not reason:
                     item.add_marker(pytest.mark.skip(reason=peer))
             if reason:
@@ -198,6 +205,17 @@ def namespace(admin: Api) -> Iterator[str]:
     admin.create("/api/v1/namespaces", {"metadata": {"name": name}})
     yield name
     admin.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="module")
+def dws(cluster: LocalCluster) -> Iterator[Dws]:
+    """DWS's Workflow controller and webhook, NNF's CRDs and rule set
+    (tests/realk8s/dws.py), for one module's tests."""
+    running = Dws(cluster)
+    try:
+        yield running.start()
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="session")

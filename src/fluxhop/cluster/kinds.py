@@ -55,6 +55,12 @@ KINDS: dict[str, Kind] = {
         Kind("flux-framework.org/v1alpha2", "MiniCluster", "miniclusters"),
         Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
         Kind("kueue.x-k8s.io/v1beta1", "Workload", "workloads"),  # read only
+        # DWS's and NNF's, read for rabbit MiniClusters (fluxhop.rabbit)
+        Kind("dataworkflowservices.github.io/v1alpha7", "Workflow", "workflows"),
+        Kind("dataworkflowservices.github.io/v1alpha7", "ClientMount", "clientmounts"),
+        Kind("nnf.cray.hpe.com/v1alpha11", "NnfAccess", "nnfaccesses"),
+        Kind("nnf.cray.hpe.com/v1alpha11", "NnfContainerProfile", "nnfcontainerprofiles"),
+        Kind("nnf.cray.hpe.com/v1alpha11", "NnfContainerData", "nnfcontainerdata"),
         Kind("kopf.dev/v1", "KopfPeering", "kopfpeerings"),  # the operator's peering
         Kind("kopf.dev/v1", "ClusterKopfPeering", "clusterkopfpeerings", namespaced=False),
     )

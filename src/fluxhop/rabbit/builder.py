@@ -7,7 +7,7 @@ defaults are shared between jobs, and the document goes through
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fluxhop.errors import SHOWN, SpecError, shown
@@ -20,6 +20,7 @@ from fluxhop.spec.screen import in_terms
 
 if TYPE_CHECKING:
     from fluxhop.rabbit.request import RabbitRequest
+    from fluxhop.rabbit.storage import RabbitVolume
 
 __all__ = ["ALWAYS_SUCCEED", "RABBIT_NODE_LABEL", "rabbit_minicluster"]
 
@@ -41,9 +42,12 @@ def _identity(uid: int, gid: int) -> dict[str, Any]:
 
 
 def _volumes(
-    request: RabbitRequest, workflow: Workflow | None
+    request: RabbitRequest, workflow: Workflow | None, storage: Sequence[RabbitVolume]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Container volumes and the DW_* variables that announce them."""
+    """Container volumes and the DW_* variables that announce them: each
+    file system from where NNF mounted it on the rabbit, in the container at
+    that same path (as NNF's own containers have it) unless the job asked
+    for rabbit_mount (one at the path, several in a directory each)."""
     volumes: dict[str, Any] = {
         name: {"hostPath": path, "path": path} for name, path in HOST_DIRECTORIES.items()
     }
@@ -52,14 +56,15 @@ def _volumes(
         return volumes, env
     env["DW_WORKFLOW_NAME"] = workflow.name
     env["DW_WORKFLOW_NAMESPACE"] = workflow.namespace
-    file_systems = workflow.file_systems()
-    for fs in file_systems:
-        # One file system sits at rabbit_mount itself; several get a directory each.
-        mount = (
-            request.rabbit_mount if len(file_systems) == 1 else f"{request.rabbit_mount}/{fs.name}"
-        )
-        volumes[fs.volume_name] = {"hostPath": fs.host_path(workflow.uid), "path": mount}
-        env[fs.env_name] = mount
+    for volume in storage:
+        if request.rabbit_mount is None:
+            mount = volume.mount_path
+        elif len(storage) == 1:
+            mount = request.rabbit_mount
+        else:
+            mount = f"{request.rabbit_mount.rstrip('/')}/{volume.name}"
+        volumes[volume.volume_name] = {"hostPath": volume.mount_path, "path": mount}
+        env[volume.env_name] = mount
     return volumes, env
 
 
@@ -120,7 +125,8 @@ def rabbit_minicluster(
     uid: int,
     gid: int,
     workflow: Workflow | Mapping[str, Any] | None,
-    cxi_resource: str,
+    storage: Sequence[RabbitVolume] = (),
+    cxi_resource: str | None,
 ) -> MiniCluster:
     if not request.enabled:
         raise RabbitError("the job does not ask for a rabbit MiniCluster (set -S rabbit.mpi=true)")
@@ -128,19 +134,20 @@ def rabbit_minicluster(
         workflow = Workflow.from_object(workflow)
     chosen = choose_rabbits(rabbits, request.rabbits, request.nodes)
     identity = _identity(uid, gid)
-    volumes, system_env = _volumes(request, workflow)
+    volumes, system_env = _volumes(request, workflow, storage)
     container: dict[str, Any] = {
         "name": name,
         "image": request.image,
         "environment": _environment(request, system_env),
         "volumes": volumes,
-        "resources": {"limits": {cxi_resource: 1}, "requests": {cxi_resource: 1}},
         "securityContext": {
             **identity,
             "privileged": False,
             "capabilities": {"add": list(CAPABILITIES), "drop": ["ALL"]},
         },
     }
+    if cxi_resource:  # None: a system without the CXI device plugin (no Slingshot)
+        container["resources"] = {"limits": {cxi_resource: 1}, "requests": {cxi_resource: 1}}
     if request.command:
         container["command"] = list(request.command)
     if request.workdir:

@@ -1,11 +1,14 @@
 """The DWS lifecycle hooks a rabbit-aware Flux module calls.
 
-``on_setup`` runs when a job's Workflow goes to Setup and creates the
-MiniCluster the job asked for; ``on_teardown`` runs when the Workflow is torn
+``on_setup`` runs when a job's Workflow goes to Setup and checks the
+MiniCluster the job asked for (request, policy, placement) without making
+anything; ``on_pre_run`` runs once NNF has mounted the job's file systems
+(PreRun ready), reads where (fluxhop.rabbit.storage) and creates the
+MiniCluster mounting them; ``on_teardown`` runs when the Workflow is torn
 down, keeps the tail of rank 0's log for the job, and deletes the MiniCluster.
 
-Both are plain functions (no Flux handle, no globals) that are safe to call
-twice: a retried setup re-applies the same objects (placement is
+All are plain functions (no Flux handle, no globals) that are safe to call
+twice: a retried pre-run re-applies the same objects (placement is
 deterministic, the CURVE key is kept), and a second teardown finds nothing to
 do. The MiniCluster's root object is owned by the Workflow, so even a crash
 between the two leaves nothing behind: deleting the Workflow collects it.
@@ -17,20 +20,23 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fluxhop.errors import ClusterError, NotOurs
 from fluxhop.flux.jobspec import Jobspec
+from fluxhop.rabbit.nnf import nnf_storage
 from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
+from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume
 from fluxhop.rabbit.workflow import Workflow
 from fluxhop.workload.backend import Backend
 
 if TYPE_CHECKING:
     from fluxhop.client import Client
+    from fluxhop.spec.minicluster import MiniCluster
 
-__all__ = ["LOG_LIMIT", "on_setup", "on_teardown", "tail"]
+__all__ = ["LOG_LIMIT", "on_pre_run", "on_setup", "on_teardown", "tail"]
 
 LOG_LIMIT = 50_000  # characters of rank 0's log kept for the job
 log = logging.getLogger("fluxhop.rabbit")
@@ -46,28 +52,20 @@ def _backend(client: Client, namespace: str) -> Backend:
     return client.backend.in_namespace(namespace)
 
 
-def on_setup(
+def _spec(
     jobspec: Jobspec | Mapping[str, Any],
-    workflow: Workflow | Mapping[str, Any],
+    flow: Workflow,
     rabbits: Iterable[str],
     owner: Owner | int,
-    client: Client,
-    *,
-    policy: Policy | None = None,
-    cxi_resource: str = CXI_RESOURCE,
-) -> str | None:
-    """Create the MiniCluster a job asked for with ``rabbit.mpi``.
-
-    Returns its name, or None when the job asked for none. ``rabbits`` are
-    the rabbit nodes serving the job's compute nodes; ``owner`` is the job
-    owner (an :class:`Owner`, or a uid looked up on this host).
-    """
+    policy: Policy | None,
+    cxi_resource: str | None,
+    storage: Callable[[], Sequence[RabbitVolume]],
+) -> tuple[MiniCluster, Owner] | None:
     request = RabbitRequest.from_jobspec(jobspec)
     if not request.enabled:
         return None
     owner = owner if isinstance(owner, Owner) else Owner.lookup(owner)
     (policy or Policy()).check(owner)
-    flow = _workflow(workflow)
     spec = request.to_minicluster(
         rabbits,
         name=flow.name,
@@ -75,12 +73,60 @@ def on_setup(
         uid=owner.uid,
         gid=owner.gid,
         workflow=flow,
+        storage=storage(),
         cxi_resource=cxi_resource,
     )
-    _backend(client, flow.namespace).create(
+    return spec, owner
+
+
+def on_setup(
+    jobspec: Jobspec | Mapping[str, Any],
+    workflow: Workflow | Mapping[str, Any],
+    rabbits: Iterable[str],
+    owner: Owner | int,
+    *,
+    policy: Policy | None = None,
+    cxi_resource: str | None = CXI_RESOURCE,
+) -> str | None:
+    """Check the MiniCluster a job asked for with ``rabbit.mpi`` (its
+    request, the user policy, its placement on ``rabbits``) and make nothing.
+
+    Returns the name it will have, or None when the job asked for none.
+    """
+    made = _spec(jobspec, _workflow(workflow), rabbits, owner, policy, cxi_resource, tuple)
+    return None if made is None else made[0].name
+
+
+def on_pre_run(
+    jobspec: Jobspec | Mapping[str, Any],
+    workflow: Workflow | Mapping[str, Any],
+    rabbits: Iterable[str],
+    owner: Owner | int,
+    client: Client,
+    *,
+    policy: Policy | None = None,
+    cxi_resource: str | None = CXI_RESOURCE,
+    mount_root: str = MOUNT_ROOT,
+) -> str | None:
+    """Create the MiniCluster a job asked for with ``rabbit.mpi``, mounting
+    the Workflow's file systems where NNF mounted them (its NnfContainerData,
+    or its file systems' NnfAccess; paths under ``mount_root`` only).
+
+    Returns its name, or None when the job asked for none. ``rabbits`` are
+    the rabbit nodes serving the job's compute nodes; ``owner`` is the job
+    owner (an :class:`Owner`, or a uid looked up on this host).
+    """
+    flow = _workflow(workflow)
+    backend = _backend(client, flow.namespace)
+    made = _spec(jobspec, flow, rabbits, owner, policy, cxi_resource,
+                 lambda: nnf_storage(client.ops.kube.in_namespace(flow.namespace), flow, mount_root))  # fmt: skip
+    if made is None:
+        return None
+    spec, who = made
+    backend.create(
         spec, client.target, cluster_domain=client.cluster_domain, owners=[flow.owner_reference]
     )
-    log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, owner.describe())
+    log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, who.describe())
     return spec.name
 
 

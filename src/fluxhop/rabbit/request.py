@@ -18,7 +18,7 @@ import contextlib
 import difflib
 import json
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from fluxhop.rabbit.errors import RabbitError
 from fluxhop.spec.rules import dns_subdomain_problem
 
 if TYPE_CHECKING:
+    from fluxhop.rabbit.storage import RabbitVolume
     from fluxhop.rabbit.workflow import Workflow
     from fluxhop.spec.minicluster import MiniCluster
 
@@ -38,14 +39,12 @@ __all__ = [
     "ATTRIBUTES",
     "CXI_RESOURCE",
     "DEFAULT_IMAGE",
-    "DEFAULT_MOUNT",
     "RabbitError",
     "RabbitRequest",
     "parse_bool",
 ]
 
 DEFAULT_IMAGE = "ghcr.io/converged-computing/flux-slingshot:ubuntu2404"
-DEFAULT_MOUNT = "/mnt/nnf/rabbit"
 CXI_RESOURCE = "beta.hpe.com/cxi"  # the CXI device plugin's resource name
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 # Every rabbit.mpi.* key: (what it takes, its default, what it does). The one
@@ -73,8 +72,9 @@ ATTRIBUTES: dict[str, tuple[str, str, str]] = {
     "pull_secret": ("string", "none", "Secret to pull the image with"),
     "rabbit_mount": (
         "absolute path",
-        f"`{DEFAULT_MOUNT}`",
-        "where the rabbit file systems are mounted",
+        "where NNF mounted each (its mountPath)",
+        "where the rabbit file systems appear in the containers: one at the path, "
+        "several in a directory each",
     ),
 }
 KEYS = tuple(ATTRIBUTES)
@@ -202,7 +202,7 @@ class RabbitRequest:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pull_policy: str | None = None
     pull_secret: str | None = None
-    rabbit_mount: str = DEFAULT_MOUNT
+    rabbit_mount: str | None = None  # None: where NNF mounted each, as NNF's containers see it
 
     @property
     def interactive(self) -> bool:
@@ -252,9 +252,12 @@ class RabbitRequest:
         uid: int,
         gid: int,
         workflow: Workflow | Mapping[str, Any] | None = None,
-        cxi_resource: str = CXI_RESOURCE,
+        storage: Sequence[RabbitVolume] = (),
+        cxi_resource: str | None = CXI_RESOURCE,
     ) -> MiniCluster:
-        """The MiniCluster for this request on (a subset of) ``rabbits``."""
+        """The MiniCluster for this request on (a subset of) ``rabbits``,
+        mounting ``storage`` (the Workflow's file systems, where NNF says
+        they are: fluxhop.rabbit.storage)."""
         from fluxhop.rabbit.builder import rabbit_minicluster
 
         return rabbit_minicluster(
@@ -265,6 +268,7 @@ class RabbitRequest:
             uid=uid,
             gid=gid,
             workflow=workflow,
+            storage=storage,
             cxi_resource=cxi_resource,
         )
 

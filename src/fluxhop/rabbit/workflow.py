@@ -1,15 +1,14 @@
 """A DWS Workflow and the rabbit file systems its ``#DW`` directives create.
 
-NNF mounts the storage of directive number *i* of a Workflow on each rabbit
-at ``/mnt/nnf/<workflow uid>-<i>``; ``i`` is the directive's position in
-``spec.dwDirectives``, so every directive is located by its own index (the
-prototype assumed index 0). Only GFS2 and Lustre can be mounted a second
-time, into a container; XFS and raw storage cannot, and copy/container
-directives create none. ``persistentdw`` storage is mounted the same way.
+Directive number *i* is the one at position *i* of ``spec.dwDirectives``:
+NNF names what it makes for it ``<workflow>-<i>``, so every directive is
+located by its own index (the prototype assumed index 0). Only GFS2 and
+Lustre can be mounted a second time, into a container; XFS and raw storage
+cannot, and copy/container directives create none. ``persistentdw``
+storage is mounted the same way. Where NNF mounted each one is NNF's to
+say (fluxhop.rabbit.storage), never composed here.
 
-Inside the container each file system is announced as NNF user containers
-announce it: ``DW_JOB_<name>`` / ``DW_PERSISTENT_<name>`` (``-`` becomes
-``_``) holds its mount path.
+Workflows are read and written at DWS's served storage version, v1alpha7.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ from fluxhop.errors import shown
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.render.objects import owner_reference
 
-__all__ = ["MOUNTABLE_TYPES", "SERVER_PREFIX", "FileSystem", "Workflow"]
+__all__ = ["API_VERSION", "MOUNTABLE_TYPES", "FileSystem", "Workflow"]
 
-SERVER_PREFIX = "/mnt/nnf"
+API_VERSION = "dataworkflowservices.github.io/v1alpha7"
 MOUNTABLE_TYPES = ("gfs2", "lustre")
 
 
@@ -37,18 +36,6 @@ class FileSystem:
     command: str  # "jobdw" or "persistentdw"
     name: str
     type: str | None
-
-    @property
-    def env_name(self) -> str:
-        prefix = "DW_JOB_" if self.command == "jobdw" else "DW_PERSISTENT_"
-        return prefix + self.name.replace("-", "_")
-
-    @property
-    def volume_name(self) -> str:
-        return f"rabbit-{self.index}"
-
-    def host_path(self, workflow_uid: str) -> str:
-        return f"{SERVER_PREFIX}/{workflow_uid}-{self.index}"
 
 
 def _arguments(directive: str) -> tuple[str, dict[str, str]]:
@@ -71,7 +58,7 @@ class Workflow:
     namespace: str
     uid: str
     directives: tuple[str, ...] = ()
-    api_version: str = "dataworkflowservices.github.io/v1alpha3"
+    api_version: str = API_VERSION
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> Workflow:
@@ -108,10 +95,18 @@ class Workflow:
         }
         return owner_reference(workflow, controller=False)
 
+    def arguments(self, index: int) -> tuple[str, dict[str, str]]:
+        """Directive ``index`` as (command, its key=value arguments)."""
+        return _arguments(self.directives[index])
+
+    def containers(self) -> list[int]:
+        """The indexes of its ``#DW container`` directives."""
+        return [i for i in range(len(self.directives)) if self.arguments(i)[0] == "container"]
+
     def file_systems(self) -> list[FileSystem]:
         found: list[FileSystem] = []
-        for index, directive in enumerate(self.directives):
-            command, args = _arguments(directive)
+        for index in range(len(self.directives)):
+            command, args = self.arguments(index)
             if command not in ("jobdw", "persistentdw") or not args.get("name"):
                 continue
             kind = args.get("type", "").lower() or None

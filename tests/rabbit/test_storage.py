@@ -1,0 +1,140 @@
+"""Where a rabbit MiniCluster mounts the Workflow's file systems: what NNF
+wrote (NnfContainerData, else NnfAccess), each value checked, every bad one
+a single line naming the object and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from fluxhop.rabbit import RabbitError, Workflow
+from fluxhop.rabbit.storage import (
+    RabbitVolume,
+    from_accesses,
+    from_container_data,
+    index_directories,
+)
+from tests.rabbit.conftest import WORKFLOW_UID, workflow_object
+
+FLOW = Workflow.from_object(
+    workflow_object(
+        "#DW jobdw type=gfs2 capacity=10GiB name=my-scratch",
+        "#DW persistentdw name=project",
+        "#DW container name=mpi profile=p DW_JOB_my_scratch=my-scratch DW_PERSISTENT_proj=project",
+    )
+)
+AT = {0: f"/mnt/nnf/{WORKFLOW_UID}-0", 1: "/mnt/nnf/persistent-project"}
+
+
+def data(*volumes):
+    return {"kind": "NnfContainerData", "data": {"volumes": list(volumes)}}
+
+
+def volume(name, command, index, path):
+    return {"name": name, "command": command, "directiveIndex": index, "mountPath": path}
+
+
+GOOD = (volume("my-scratch", "jobdw", 0, AT[0]), volume("proj", "persistentdw", 1, AT[1]))
+
+
+def test_the_volumes_nnf_lists_are_mounted_where_it_says():
+    found = from_container_data(FLOW, 2, data(*GOOD))
+    assert found == [
+        RabbitVolume("my-scratch", "jobdw", 0, AT[0]),
+        RabbitVolume("proj", "persistentdw", 1, AT[1]),
+    ]
+    assert [(v.env_name, v.volume_name) for v in found] == [
+        ("DW_JOB_my_scratch", "rabbit-0"),
+        ("DW_PERSISTENT_proj", "rabbit-1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        (
+            volume("my-scratch", "jobdw", 0, "mnt/nnf/x"),
+            r"data\.volumes\[0\]\.mountPath .* relative",
+        ),
+        (
+            volume("my-scratch", "jobdw", 0, "/etc"),
+            r"mountPath '/etc' is outside NNF's mount root /mnt/nnf",
+        ),
+        (volume("my-scratch", "jobdw", 0, "/mnt/nnf/../../etc"), "outside NNF's mount root"),
+        (volume("my-scratch", "jobdw", 0, None), r"data\.volumes\[0\]\.mountPath must be a path"),
+        (volume("my-scratch", "copy_in", 0, AT[0]), r"\.command must be jobdw or persistentdw"),
+        (volume("my-scratch", "jobdw", 7, AT[0]), r"\.directiveIndex 7 is no directive"),
+        (volume("my-scratch", "jobdw", True, AT[0]), r"\.directiveIndex True"),
+        (volume("", "jobdw", 0, AT[0]), r"\.name must be a volume name"),
+        ("scratch", r"data\.volumes\[0\] must be a mapping"),
+    ],
+)
+def test_a_bad_volume_is_one_line_naming_it(entry, said):
+    with pytest.raises(RabbitError, match=said) as caught:
+        from_container_data(FLOW, 2, data(entry, GOOD[1]))
+    assert str(caught.value).startswith("NnfContainerData fluxjob-1234-2 data.volumes[0]")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_volume_the_directive_names_must_be_listed():
+    with pytest.raises(RabbitError, match=r"lists no volume 'proj' \(directive 1\)"):
+        from_container_data(FLOW, 2, data(GOOD[0]))
+
+
+def test_no_volume_list_is_said():
+    with pytest.raises(RabbitError, match=r"has no data\.volumes list; NNF writes it at PreRun"):
+        from_container_data(FLOW, 2, {"data": {}})
+
+
+def test_another_mount_root_is_a_setting():
+    moved = volume("my-scratch", "jobdw", 0, "/lus/nnf/x-0")
+    found = from_container_data(
+        FLOW, 2, data(moved, volume("proj", "persistentdw", 1, "/lus/nnf/p")), root="/lus/nnf"
+    )
+    assert [v.mount_path for v in found] == ["/lus/nnf/x-0", "/lus/nnf/p"]
+
+
+def access(path):
+    return {"kind": "NnfAccess", "spec": {"mountPath": path, "target": "all"}}
+
+
+def test_without_container_data_each_servers_access_says_where():
+    found = from_accesses(FLOW, {0: access(AT[0]), 1: access(AT[1])})
+    assert [(v.name, v.mount_path) for v in found] == [("my-scratch", AT[0]), ("project", AT[1])]
+
+
+def test_a_missing_access_is_said():
+    with pytest.raises(
+        RabbitError, match=r"no NnfAccess fluxjob-1234-1-servers for '#DW persistentdw"
+    ):
+        from_accesses(FLOW, {0: access(AT[0]), 1: None})
+
+
+def test_an_access_outside_the_root_is_said():
+    with pytest.raises(
+        RabbitError, match=r"NnfAccess fluxjob-1234-0-servers spec\.mountPath '/tmp/x'"
+    ):
+        from_accesses(FLOW, {0: access("/tmp/x"), 1: access(AT[1])})
+
+
+def test_a_workflow_with_no_mountable_storage_gets_no_volume():
+    flow = Workflow.from_object(workflow_object("#DW jobdw type=xfs capacity=1GiB name=local"))
+    assert from_accesses(flow, {}) == []
+
+
+def client_mount(compute, rabbit, k):
+    reference = {"objectReference": {"kind": "NnfNodeStorage", "namespace": rabbit}, "data": k}
+    return {
+        "spec": {
+            "node": compute,
+            "mounts": [{"device": {"type": "reference", "deviceReference": reference}}],
+        }
+    }
+
+
+def test_each_compute_finds_its_gfs2_directory():
+    mounts = [
+        client_mount("c3", "rabbit-b", 0),
+        client_mount("c1", "rabbit-a", 0),
+        client_mount("c2", "rabbit-a", 1),
+    ]
+    assert index_directories(mounts) == {"c1": "rabbit-a-0", "c2": "rabbit-a-1", "c3": "rabbit-b-0"}
