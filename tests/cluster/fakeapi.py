@@ -71,13 +71,26 @@ RESOURCES = {
     ),
     ("apis/kueue.x-k8s.io/v1beta1", "workloads"): ("kueue.x-k8s.io/v1beta1", "Workload"),
     ("apis/kopf.dev/v1", "kopfpeerings"): ("kopf.dev/v1", "KopfPeering"),
+    # NNF's, read by rabbit MiniClusters; served only with crds=NNF_KINDS, written by seed()
+    ("apis/nnf.cray.hpe.com/v1alpha11", "nnfcontainerprofiles"): (
+        "nnf.cray.hpe.com/v1alpha11",
+        "NnfContainerProfile",
+    ),
+    ("apis/nnf.cray.hpe.com/v1alpha11", "nnfcontainerdata"): (
+        "nnf.cray.hpe.com/v1alpha11",
+        "NnfContainerData",
+    ),
+    ("apis/nnf.cray.hpe.com/v1alpha11", "nnfaccesses"): ("nnf.cray.hpe.com/v1alpha11", "NnfAccess"),
     ("apis/kopf.dev/v1", "clusterkopfpeerings"): ("kopf.dev/v1", "ClusterKopfPeering"),
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
 # Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
 # serves it read-only to clients.
-CRD_KINDS = {"JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering", "ClusterKopfPeering"}
+NNF_KINDS = {"NnfContainerProfile", "NnfContainerData", "NnfAccess"}
+CRD_KINDS = {
+    "JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering", "ClusterKopfPeering", *NNF_KINDS,
+}  # fmt: skip
 DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 # Cluster-wide list/watch of a namespaced kind (/apis/G/V/PLURAL), and the
 # objects of a cluster-scoped kind (/apis/G/V/PLURAL/NAME): namespace "".
@@ -350,6 +363,14 @@ class FakeAPIServer:
                 for (k, ns, _), o in sorted(self.store.items())
                 if ns == namespace and (not kinds or k in kinds) and k != "Event"
             ]
+
+    def seed(self, kind: str, obj: dict[str, Any], namespace: str = "default") -> None:
+        """An object as another controller (NNF, Kueue) would have written it."""
+        api_version = next(v for v, k in RESOURCES.values() if k == kind)
+        obj = {"apiVersion": api_version, "kind": kind, **copy.deepcopy(obj)}
+        obj["metadata"] = {"namespace": namespace, "uid": str(uuid.uuid4()), **obj["metadata"]}
+        with self.lock:
+            self._put(kind, namespace, obj, "ADDED")
 
     def _bump(self, event: str, kind: str, namespace: str, obj: dict[str, Any]) -> None:
         version = next(self.rv)

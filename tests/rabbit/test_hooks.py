@@ -7,10 +7,11 @@ import pytest
 
 import fluxhop
 from fluxhop.errors import Forbidden
+from fluxhop.rabbit import RabbitRequest, Workflow
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.hooks import LOG_LIMIT, on_pre_run, on_setup, on_teardown, tail
 from fluxhop.rabbit.policy import Owner, Policy
-from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fakeapi import DEFAULT_CRDS, NNF_KINDS, FakeAPIServer
 from tests.cluster.fixtures import foreign_job
 from tests.rabbit.conftest import RABBITS, WORKFLOW_UID, rabbit_job, workflow_object
 
@@ -178,11 +179,86 @@ def test_teardown_without_a_minicluster_does_nothing(fake, client, workflow, sav
     assert saved == [] and fake.seen("DELETE") == []
 
 
+def made_for(workflow, client):
+    """The MiniCluster on_pre_run makes, without waiting for it to come up
+    (these tests tear down pods that never do)."""
+    flow = Workflow.from_object(workflow)
+    spec = RabbitRequest.from_jobspec(COMMAND_JOB).to_minicluster(
+        RABBITS, name=flow.name, namespace=flow.namespace, uid=OWNER.uid, gid=OWNER.gid,
+        workflow=flow,
+    )  # fmt: skip
+    client.backend.create(spec, client.target, owners=[flow.owner_reference])
+
+
+@pytest.fixture
+def nnf(kubeconfig):
+    """A fake API server that serves NNF's kinds, and a client of it."""
+    server = FakeAPIServer(crds=DEFAULT_CRDS | NNF_KINDS)
+    try:
+        with client_for(server, kubeconfig) as client:
+            yield server, client
+    finally:
+        server.close()
+
+
+def test_pre_run_that_never_comes_up_is_said_and_deleted(nnf):
+    fake, client = nnf
+    fake.schedulable = False
+    flow = workflow_object("#DW container name=mpi profile=p")
+    profile = {"createContainer": True, "preRunTimeoutSeconds": 1}  # NNF's own pods: no data
+    fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
+    said = r"timed out after 1s .* \(the container profile's preRunTimeoutSeconds\); the MiniCluster is deleted"
+    with pytest.raises(RabbitError, match=said):
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
+def test_pre_run_mounts_what_nnf_data_lists(nnf):
+    fake, client = nnf
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=scratch",
+                           "#DW container name=mpi profile=p DW_JOB_scratch=scratch")  # fmt: skip
+    fake.seed(
+        "NnfContainerProfile",
+        {"metadata": {"name": "fluxjob-1234-1"}, "data": {"createContainer": False}},
+    )
+    path = f"/mnt/nnf/{WORKFLOW_UID}-0"
+    volume = {"name": "scratch", "command": "jobdw", "directiveIndex": 0, "mountPath": path}
+    fake.seed(
+        "NnfContainerData", {"metadata": {"name": "fluxjob-1234-1"}, "data": {"volumes": [volume]}}
+    )
+    on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    template = fake.get("Job", "fluxjob-1234")["spec"]["template"]["spec"]
+    assert {"name": "rabbit-0", "hostPath": {"path": path, "type": "Directory"}} in template[
+        "volumes"
+    ]
+    env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
+    assert env["DW_JOB_scratch"] == path
+
+
+def test_a_profile_for_another_user_is_refused_before_anything_is_made(nnf):
+    fake, client = nnf
+    flow = workflow_object("#DW container name=mpi profile=p")
+    fake.seed(
+        "NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"userID": 7}}
+    )
+    with pytest.raises(
+        RabbitError,
+        match="container profile fluxjob-1234-0 is for userID 7 only, and the job's is 1001",
+    ):
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
+def test_another_users_workflow_is_refused_at_setup(workflow):
+    with pytest.raises(RabbitError, match="Workflow fluxjob-1234 is userID 1001's, not 7's"):
+        on_setup(COMMAND_JOB, workflow, RABBITS, Owner(uid=7, gid=2001))
+
+
 def test_teardown_without_a_lead_pod_still_deletes(kubeconfig, workflow, saved):
     quiet = FakeAPIServer(controllers=False)  # no Job controller: no pods at all
     try:
         with client_for(quiet, kubeconfig) as client:
-            on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+            made_for(workflow, client)
             assert on_teardown(workflow, client, saved.append) is True
         assert saved == [] and managed(quiet) == set()
     finally:
@@ -191,7 +267,7 @@ def test_teardown_without_a_lead_pod_still_deletes(kubeconfig, workflow, saved):
 
 def test_teardown_of_pods_that_never_started(fake, client, workflow, saved):
     fake.schedulable = False
-    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    made_for(workflow, client)
     assert on_teardown(workflow, client, saved.append) is True
     assert managed(fake) == set()
 
@@ -200,7 +276,7 @@ def test_teardown_of_pods_that_never_started_keeps_no_log_and_says_so(
     fake, client, workflow, saved, caplog
 ):
     fake.schedulable = False
-    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    made_for(workflow, client)
     assert on_teardown(workflow, client, saved.append) is True
     assert saved == []
     assert "no log kept" in caplog.text or "lost the log" in caplog.text
@@ -250,10 +326,12 @@ def test_minicluster_target_for_sites_with_the_flux_operator(fake, kubeconfig, w
         assert fake.objects(kinds=("MiniCluster", "Job", "Pod")) == []
 
 
-def test_owner_may_be_a_uid_looked_up_on_this_host(fake, client, workflow):
+def test_owner_may_be_a_uid_looked_up_on_this_host(fake, client):
     import os
 
-    on_pre_run(COMMAND_JOB, workflow, RABBITS, os.getuid(), client)
+    mine = workflow_object()
+    mine["spec"].update(userID=os.getuid(), groupID=os.getgid())
+    on_pre_run(COMMAND_JOB, mine, RABBITS, os.getuid(), client)
     job = fake.get("Job", "fluxjob-1234")
     context = job["spec"]["template"]["spec"]["securityContext"]
     assert (context["runAsUser"], context["runAsGroup"]) == (os.getuid(), os.getgid())

@@ -4,7 +4,8 @@ its states, NNF's side (tests/realk8s/nnf.py) mounts a GFS2 file system on
 the rabbits (two of the test cluster's nodes, labelled as NNF labels its
 rabbits) and writes NnfContainerData for the ``#DW container`` directive,
 and fluxhop's hooks run at Setup (checks), PreRun (creates the MiniCluster
-mounting what NNF listed) and Teardown (keeps rank 0's log, deletes). The
+mounting what NNF listed, returns once it is up), PostRun (rank 0's exit
+code and log, then deletes it) and Teardown (nothing left). The
 brokers are real Flux; the file each task writes under ``$DW_JOB_scratch``
 lands in the host directory NNF's side made for the file system."""
 
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 import fluxhop
-from fluxhop.rabbit.hooks import on_pre_run, on_setup, on_teardown
+from fluxhop.rabbit.hooks import on_post_run, on_pre_run, on_setup, on_teardown
 from fluxhop.rabbit.policy import Owner
 from tests.realk8s.api import Api
 from tests.realk8s.cleanup import RUN_DIR
@@ -94,11 +95,11 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
         )
 
     def post_run(flow: dict[str, Any]) -> None:
-        status = client.wait(name, timeout=300)
-        ended["status"] = status
+        client.wait(name, timeout=300)  # the job's end, which the workload manager waits for
+        ended["code"] = on_post_run(flow, client, saved.append)
 
     def teardown(flow: dict[str, Any]) -> None:
-        assert on_teardown(flow, client, saved.append) is True
+        assert on_teardown(flow, client, saved.append) is False  # PostRun left nothing
 
     try:
         machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
@@ -111,7 +112,7 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     pods = sorted(p.name for p in server.iterdir() if not p.name.startswith("node-"))
     assert pods == [f"{name}-0", f"{name}-1"], sorted(server.iterdir())
     assert f"wrote {server}" in saved[0]
-    assert ended["status"].exit_code == 0, ended["status"]
+    assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",
                lambda: not admin.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"], 120)  # fmt: skip

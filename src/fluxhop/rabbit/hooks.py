@@ -4,8 +4,9 @@
 MiniCluster the job asked for (request, policy, placement) without making
 anything; ``on_pre_run`` runs once NNF has mounted the job's file systems
 (PreRun ready), reads where (fluxhop.rabbit.storage) and creates the
-MiniCluster mounting them; ``on_teardown`` runs when the Workflow is torn
-down, keeps the tail of rank 0's log for the job, and deletes the MiniCluster.
+MiniCluster mounting them, returning once it is up; ``on_post_run`` gives
+rank 0's exit code, keeps the tail of its log for the job and deletes the
+MiniCluster; ``on_teardown`` does the same for anything PostRun left.
 
 All are plain functions (no Flux handle, no globals) that are safe to call
 twice: a retried pre-run re-applies the same objects (placement is
@@ -18,14 +19,17 @@ the caller to raise as a job exception.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fluxhop.errors import ClusterError, NotOurs
+from fluxhop.cluster.operations import MiniClusters
+from fluxhop.errors import ClusterError, NotOurs, WaitTimeout
 from fluxhop.flux.jobspec import Jobspec
-from fluxhop.rabbit.nnf import nnf_storage
+from fluxhop.rabbit.errors import RabbitError
+from fluxhop.rabbit.nnf import read_nnf
 from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
 from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from fluxhop.client import Client
     from fluxhop.spec.minicluster import MiniCluster
 
-__all__ = ["LOG_LIMIT", "on_pre_run", "on_setup", "on_teardown", "tail"]
+__all__ = ["LOG_LIMIT", "on_post_run", "on_pre_run", "on_setup", "on_teardown", "tail"]
 
 LOG_LIMIT = 50_000  # characters of rank 0's log kept for the job
 log = logging.getLogger("fluxhop.rabbit")
@@ -52,31 +56,40 @@ def _backend(client: Client, namespace: str) -> Backend:
     return client.backend.in_namespace(namespace)
 
 
-def _spec(
-    jobspec: Jobspec | Mapping[str, Any],
-    flow: Workflow,
-    rabbits: Iterable[str],
-    owner: Owner | int,
-    policy: Policy | None,
-    cxi_resource: str | None,
-    storage: Callable[[], Sequence[RabbitVolume]],
-) -> tuple[MiniCluster, Owner] | None:
+def _checked(
+    jobspec: Jobspec | Mapping[str, Any], flow: Workflow, owner: Owner | int, policy: Policy | None
+) -> tuple[RabbitRequest, Owner] | None:
+    """The job's request and owner, checked against the site's policy and
+    the Workflow's user and group; None when the job asked for no MiniCluster."""
     request = RabbitRequest.from_jobspec(jobspec)
     if not request.enabled:
         return None
     owner = owner if isinstance(owner, Owner) else Owner.lookup(owner)
     (policy or Policy()).check(owner)
-    spec = request.to_minicluster(
+    problem = flow.owner_problem(owner.uid, owner.gid)
+    if problem:
+        raise RabbitError(problem)
+    return request, owner
+
+
+def _spec(
+    request: RabbitRequest,
+    flow: Workflow,
+    rabbits: Iterable[str],
+    owner: Owner,
+    cxi_resource: str | None,
+    storage: Sequence[RabbitVolume] = (),
+) -> MiniCluster:
+    return request.to_minicluster(
         rabbits,
         name=flow.name,
         namespace=flow.namespace,
         uid=owner.uid,
         gid=owner.gid,
         workflow=flow,
-        storage=storage(),
+        storage=storage,
         cxi_resource=cxi_resource,
     )
-    return spec, owner
 
 
 def on_setup(
@@ -89,12 +102,16 @@ def on_setup(
     cxi_resource: str | None = CXI_RESOURCE,
 ) -> str | None:
     """Check the MiniCluster a job asked for with ``rabbit.mpi`` (its
-    request, the user policy, its placement on ``rabbits``) and make nothing.
+    request, the user policy and the Workflow's user and group, its
+    placement on ``rabbits``) and make nothing.
 
     Returns the name it will have, or None when the job asked for none.
     """
-    made = _spec(jobspec, _workflow(workflow), rabbits, owner, policy, cxi_resource, tuple)
-    return None if made is None else made[0].name
+    flow = _workflow(workflow)
+    checked = _checked(jobspec, flow, owner, policy)
+    if checked is None:
+        return None
+    return _spec(*checked[:1], flow, rabbits, checked[1], cxi_resource).name
 
 
 def on_pre_run(
@@ -110,23 +127,34 @@ def on_pre_run(
 ) -> str | None:
     """Create the MiniCluster a job asked for with ``rabbit.mpi``, mounting
     the Workflow's file systems where NNF mounted them (its NnfContainerData,
-    or its file systems' NnfAccess; paths under ``mount_root`` only).
+    or its file systems' NnfAccess; paths under ``mount_root`` only), and
+    return once every pod of it runs, within the container profile's
+    ``preRunTimeoutSeconds`` (past it, the MiniCluster is deleted and the
+    error says why it did not come up).
 
     Returns its name, or None when the job asked for none. ``rabbits`` are
     the rabbit nodes serving the job's compute nodes; ``owner`` is the job
     owner (an :class:`Owner`, or a uid looked up on this host).
     """
     flow = _workflow(workflow)
-    backend = _backend(client, flow.namespace)
-    made = _spec(jobspec, flow, rabbits, owner, policy, cxi_resource,
-                 lambda: nnf_storage(client.ops.kube.in_namespace(flow.namespace), flow, mount_root))  # fmt: skip
-    if made is None:
+    checked = _checked(jobspec, flow, owner, policy)
+    if checked is None:
         return None
-    spec, who = made
-    backend.create(
+    request, who = checked
+    ops = MiniClusters(client.ops.kube.in_namespace(flow.namespace))  # owners: same namespace
+    view = read_nnf(ops.kube, flow, who.uid, who.gid, mount_root)
+    spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage)
+    root = ops.create(
         spec, client.target, cluster_domain=client.cluster_domain, owners=[flow.owner_reference]
     )
     log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, who.describe())
+    try:
+        ops.wait_ready(root, timeout=view.pre_run_timeout)
+    except WaitTimeout as err:
+        ops.delete(root.name)
+        raise RabbitError(
+            f"{err} (the container profile's preRunTimeoutSeconds); the MiniCluster is deleted"
+        ) from None
     return spec.name
 
 
@@ -152,6 +180,25 @@ def _lead_log(backend: Backend, name: str) -> Iterator[str] | None:
     except ClusterError as err:
         log.warning("no log kept for rabbit MiniCluster %s: %s", name, err)
         return None
+
+
+def on_post_run(
+    workflow: Workflow | Mapping[str, Any],
+    client: Client,
+    save_log: Callable[[str], None],
+) -> int | None:
+    """The job is over: rank 0's exit code, the tail of its log kept
+    (``save_log``), and the MiniCluster deleted, all of it before NNF
+    unmounts the file systems. None when rank 0 had not ended (an
+    interactive MiniCluster) or there was no MiniCluster of this Workflow."""
+    flow = _workflow(workflow)
+    backend = _backend(client, flow.namespace)
+    code = None
+    with contextlib.suppress(NotOurs):
+        if backend.owners(flow.name) is not None:
+            code = backend.status(flow.name).exit_code
+    on_teardown(flow, client, save_log)
+    return code
 
 
 def on_teardown(

@@ -1,26 +1,66 @@
-"""Where NNF mounted a Workflow's file systems, read from the cluster at
-PreRun: the NnfContainerData of its ``#DW container`` directive when that
-directive's container profile says ``createContainer: false`` (the pinned
-copy NNF makes of it, ``<workflow>-<i>``), else each file system's
+"""What NNF wrote for a Workflow, read from the cluster at PreRun: the
+pinned container profile of its ``#DW container`` directive (the copy NNF
+makes of it at Proposal, ``<workflow>-<i>``), and where NNF mounted its
+file systems: that directive's NnfContainerData when the profile says
+``createContainer: false``, else each file system's
 ``<workflow>-<i>-servers`` NnfAccess. A few GETs per Workflow, whatever the
 number of Workflows: nothing is listed."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from fluxhop.cluster.api import Kube
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume, from_accesses, from_container_data
 from fluxhop.rabbit.workflow import Workflow
 
-__all__ = ["nnf_storage"]
+__all__ = ["PRE_RUN_TIMEOUT", "NnfView", "read_nnf"]
+
+PRE_RUN_TIMEOUT = 300  # NnfContainerProfile data.preRunTimeoutSeconds' default
 
 
-def nnf_storage(kube: Kube, flow: Workflow, root: str = MOUNT_ROOT) -> list[RabbitVolume]:
-    """The Workflow's file systems, where NNF mounted them (``kube`` in its namespace)."""
+@dataclass(frozen=True)
+class NnfView:
+    storage: list[RabbitVolume]
+    profile: dict[str, Any] | None  # the pinned container profile's data, if any
+    pre_run_timeout: float | None  # seconds for the MiniCluster to come up (None: no limit)
+
+
+def _timeout(profile: dict[str, Any] | None) -> float | None:
+    value = (profile or {}).get("preRunTimeoutSeconds", PRE_RUN_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RabbitError(f"container profile data.preRunTimeoutSeconds {value!r} is not 0 or more")
+    return None if value == 0 else float(value)  # 0: NNF's "no limit"
+
+
+def _profile_problem(
+    flow: Workflow, uid: int, gid: int, profile: dict[str, Any], name: str
+) -> str | None:
+    """NNF's rule: a profile that names a userID/groupID is that user's or group's only."""
+    for key, mine in (("userID", uid), ("groupID", gid)):
+        theirs = profile.get(key)
+        if theirs is not None and theirs != mine:
+            return f"container profile {name} is for {key} {theirs} only, and the job's is {mine}"
+    return None
+
+
+def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_ROOT) -> NnfView:
+    """What NNF wrote for the Workflow (``kube`` in its namespace), checked
+    against the job owner's ``uid`` and ``gid``."""
+    timeout: float | None = _timeout(None)
     for index in flow.containers():
         name = f"{flow.name}-{index}"
-        profile = kube.get("NnfContainerProfile", name)
-        if profile is None or (profile.get("data") or {}).get("createContainer", True):
+        found = kube.get("NnfContainerProfile", name)
+        if found is None:
+            continue  # not pinned yet: NNF pins it at Proposal
+        profile = dict(found.get("data") or {})
+        problem = _profile_problem(flow, uid, gid, profile, name)
+        if problem:
+            raise RabbitError(problem)
+        timeout = _timeout(profile)
+        if profile.get("createContainer", True):
             continue  # NNF runs that directive's pods itself
         data = kube.get("NnfContainerData", name)
         if data is None:
@@ -28,9 +68,9 @@ def nnf_storage(kube: Kube, flow: Workflow, root: str = MOUNT_ROOT) -> list[Rabb
                 f"no NnfContainerData {name} for '{flow.directives[index]}': NNF writes it at "
                 "PreRun (is the Workflow's PreRun ready?)"
             )
-        return from_container_data(flow, index, data, root=root)
+        return NnfView(from_container_data(flow, index, data, root=root), profile, timeout)
     accesses = {
         fs.index: kube.get("NnfAccess", f"{flow.name}-{fs.index}-servers")
         for fs in flow.file_systems()
     }
-    return from_accesses(flow, accesses, root=root)
+    return NnfView(from_accesses(flow, accesses, root=root), None, timeout)

@@ -59,6 +59,8 @@ class Workflow:
     uid: str
     directives: tuple[str, ...] = ()
     api_version: str = API_VERSION
+    user_id: int | None = None  # spec.userID: whose job it is (DWS requires it)
+    group_id: int | None = None  # spec.groupID
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> Workflow:
@@ -77,13 +79,32 @@ class Workflow:
         directives = spec.get("dwDirectives") or []
         if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
             raise RabbitError("Workflow spec.dwDirectives must be a list of #DW strings")
+        ids = {}
+        for key in ("userID", "groupID"):
+            value = spec.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise RabbitError(f"the Workflow's spec.{key} must be a number, not {shown(value)}")
+            ids[key] = value
         return cls(
             name=str(metadata["name"]),
             namespace=str(metadata.get("namespace") or "default"),
             uid=str(metadata["uid"]),
             directives=tuple(directives),
             api_version=str(obj.get("apiVersion") or cls.api_version),
+            user_id=ids["userID"],
+            group_id=ids["groupID"],
         )
+
+    def owner_problem(self, uid: int, gid: int) -> str | None:
+        """Why a job owner of ``uid``/``gid`` may not run this Workflow's
+        MiniCluster (it is another user's or group's), or None."""
+        for what, mine, theirs in (("userID", uid, self.user_id), ("groupID", gid, self.group_id)):
+            if theirs is not None and mine != theirs:
+                return (
+                    f"Workflow {self.name} is {what} {theirs}'s, not {mine}'s: a rabbit "
+                    "MiniCluster runs as the Workflow's own user and group"
+                )
+        return None
 
     @property
     def owner_reference(self) -> dict[str, Any]:
