@@ -11,6 +11,7 @@ import yaml
 
 from fluxhop.cli import flux_hop, main
 from fluxhop.spec.names import ADJECTIVES, NOUNS
+from tests.cluster.fakeapi import NNF_KINDS
 from tests.schemas import validate
 
 
@@ -106,3 +107,38 @@ def test_flux_hop_script_is_installed():
     script = os.path.join(sys.exec_prefix, "bin", "flux-hop")
     done = subprocess.run([script, "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "--rabbits" in done.stdout
+
+
+@pytest.fixture
+def rabbit_cluster(cli_cluster):
+    """The fake API server with DWS's and NNF's kinds, a Workflow of this
+    user's with a GFS2 file system NNF has mounted (its servers NnfAccess)."""
+    cli_cluster.crds = cli_cluster.crds | NNF_KINDS
+    spec = {"dwDirectives": ["#DW jobdw type=gfs2 capacity=10GiB name=scratch"], "desiredState": "PreRun",
+            "userID": os.getuid(), "groupID": os.getgid(), "wlmID": "flux", "jobID": 1}  # fmt: skip
+    cli_cluster.seed("Workflow", {"metadata": {"name": "fluxjob-7"}, "spec": spec})
+    access = {"mountPath": "/mnt/nnf/u-0", "target": "all"}
+    cli_cluster.seed("NnfAccess", {"metadata": {"name": "fluxjob-7-0-servers"}, "spec": access})
+    return cli_cluster
+
+
+def test_hop_with_a_workflow_mounts_what_nnf_mounted(rabbit_cluster, kubeconfig, capsys):
+    code, out, err = cli(capsys, "hop", "--kubeconfig", kubeconfig, "--rabbits", "r1", "--workflow",
+                         "fluxjob-7", "--dry-run")  # fmt: skip
+    assert code == 0, err
+    job = next(o for o in objects_of(out) if o["kind"] == "Job")
+    template = job["spec"]["template"]["spec"]
+    assert {
+        "name": "rabbit-0",
+        "hostPath": {"path": "/mnt/nnf/u-0", "type": "Directory"},
+    } in template["volumes"]
+    env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
+    assert (env["DW_JOB_scratch"], env["DW_WORKFLOW_NAME"]) == ("/mnt/nnf/u-0", "fluxjob-7")
+
+
+def test_hop_with_a_missing_workflow_is_one_line(rabbit_cluster, kubeconfig, capsys):
+    code, _, err = cli(
+        capsys, "hop", "--kubeconfig", kubeconfig, "--rabbits", "r1", "--workflow", "nope"
+    )
+    assert code != 0 and err.count("\n") == 1
+    assert "--workflow nope: no such Workflow in namespace default" in err

@@ -81,13 +81,21 @@ RESOURCES = {
         "NnfContainerData",
     ),
     ("apis/nnf.cray.hpe.com/v1alpha11", "nnfaccesses"): ("nnf.cray.hpe.com/v1alpha11", "NnfAccess"),
+    ("apis/dataworkflowservices.github.io/v1alpha7", "workflows"): (
+        "dataworkflowservices.github.io/v1alpha7",
+        "Workflow",
+    ),
+    ("apis/dataworkflowservices.github.io/v1alpha7", "clientmounts"): (
+        "dataworkflowservices.github.io/v1alpha7",
+        "ClientMount",
+    ),
     ("apis/kopf.dev/v1", "clusterkopfpeerings"): ("kopf.dev/v1", "ClusterKopfPeering"),
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
 # Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
 # serves it read-only to clients.
-NNF_KINDS = {"NnfContainerProfile", "NnfContainerData", "NnfAccess"}
+NNF_KINDS = {"NnfContainerProfile", "NnfContainerData", "NnfAccess", "ClientMount", "Workflow"}
 CRD_KINDS = {
     "JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering", "ClusterKopfPeering", *NNF_KINDS,
 }  # fmt: skip

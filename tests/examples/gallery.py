@@ -172,7 +172,7 @@ def read(path: Path) -> Example:
 
 def jobspec_minicluster(example: Example, rabbits: list[str], name: str) -> Any:
     """The MiniCluster a site's DWS hooks make of a jobspec example on
-    ``rabbits`` (fluxhop.rabbit.hooks.on_setup's first steps), for this user."""
+    ``rabbits`` (fluxhop.rabbit.hooks.on_pre_run's first steps), for this user."""
     import os
 
     from fluxhop.flux.jobspec import load

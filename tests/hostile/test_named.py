@@ -16,7 +16,7 @@ import yaml
 from fluxhop import Client
 from fluxhop.cli import main
 from fluxhop.errors import FluxhopError
-from fluxhop.rabbit.hooks import on_setup
+from fluxhop.rabbit.hooks import on_pre_run
 from fluxhop.rabbit.policy import Owner
 from tests.hostile.lines import one_line
 from tests.rabbit.conftest import RABBITS, rabbit_job, workflow_object
@@ -312,7 +312,7 @@ JOBSPECS: list[tuple[dict, str]] = [
 def test_a_bad_jobspec_attribute_names_the_attribute(fake, client, mpi, words):
     job = rabbit_job({"image": "lammps", **mpi})
     with pytest.raises(FluxhopError) as info:
-        on_setup(job, workflow_object(), RABBITS, OWNER, client)
+        on_pre_run(job, workflow_object(), RABBITS, OWNER, client)
     message = str(info.value)
     assert words in message and "spec." not in message, message
     assert fake.requests == []
@@ -330,7 +330,7 @@ def test_a_bad_workflow_name_names_the_workflow(fake, client, name, words):
     workflow = copy.deepcopy(workflow_object())
     workflow["metadata"]["name"] = name
     with pytest.raises(FluxhopError) as info:
-        on_setup(rabbit_job({"image": "lammps"}), workflow, RABBITS, OWNER, client)
+        on_pre_run(rabbit_job({"image": "lammps"}), workflow, RABBITS, OWNER, client)
     message = str(info.value)
     assert words in message and "spec.containers" not in message, message
     assert "\n" not in message and len(message) < SHORT
@@ -395,6 +395,6 @@ def test_a_huge_value_in_a_file_is_quoted_short(
 def test_a_huge_jobspec_value_is_quoted_short(fake, client):
     for mpi in ({"image": BIG}, {"env": {f"é{BIG}": "v"}}, {"workdir": BIG}, {"rabbits": BIG}):
         with pytest.raises(FluxhopError) as info:
-            on_setup(rabbit_job(mpi), workflow_object(), RABBITS, OWNER, client)
+            on_pre_run(rabbit_job(mpi), workflow_object(), RABBITS, OWNER, client)
         assert len(str(info.value)) < SHORT, str(info.value)[:SHORT]
     assert fake.requests == []

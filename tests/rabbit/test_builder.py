@@ -291,3 +291,12 @@ def test_no_cxi_resource_requests_no_nic():
     container = pod_spec(render(spec, "job"))[1]["containers"][0]
     assert not container.get("resources", {}).get("limits"), container
     assert build().spec.flux_container.resources.limits == {"beta.hpe.com/cxi": 1}
+
+
+def test_each_computes_gfs2_directory_is_told_to_the_pods():
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch")
+    volume = RabbitVolume(
+        "scratch", "jobdw", 0, "/mnt/nnf/u-0", (("c1", "rabbit-a-0"), ("c2", "rabbit-b-0"))
+    )
+    env = build(workflow=flow, storage=[volume]).spec.flux_container.environment
+    assert env["DW_JOB_scratch_DIRECTORIES"] == "c1=rabbit-a-0 c2=rabbit-b-0"

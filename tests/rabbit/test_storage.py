@@ -9,6 +9,7 @@ import pytest
 from fluxhop.rabbit import RabbitError, Workflow
 from fluxhop.rabbit.storage import (
     RabbitVolume,
+    directories_variable,
     from_accesses,
     from_container_data,
     index_directories,
@@ -121,13 +122,14 @@ def test_a_workflow_with_no_mountable_storage_gets_no_volume():
     assert from_accesses(flow, {}) == []
 
 
-def client_mount(compute, rabbit, k):
+def client_mount(compute, rabbit, k, access="fluxjob-1234-0-computes"):
     reference = {"objectReference": {"kind": "NnfNodeStorage", "namespace": rabbit}, "data": k}
     return {
+        "metadata": {"labels": {"dataworkflowservices.github.io/owner.name": access}},
         "spec": {
             "node": compute,
             "mounts": [{"device": {"type": "reference", "deviceReference": reference}}],
-        }
+        },
     }
 
 
@@ -136,5 +138,25 @@ def test_each_compute_finds_its_gfs2_directory():
         client_mount("c3", "rabbit-b", 0),
         client_mount("c1", "rabbit-a", 0),
         client_mount("c2", "rabbit-a", 1),
+        client_mount(
+            "c1", "rabbit-a", 5, access="fluxjob-1234-1-computes"
+        ),  # another file system's
     ]
-    assert index_directories(mounts) == {"c1": "rabbit-a-0", "c2": "rabbit-a-1", "c3": "rabbit-b-0"}
+    assert index_directories(mounts, FLOW, 0) == {
+        "c1": "rabbit-a-0",
+        "c2": "rabbit-a-1",
+        "c3": "rabbit-b-0",
+    }
+    assert index_directories(mounts, FLOW, 1) == {"c1": "rabbit-a-5"}
+
+
+def test_the_directories_are_one_variable_of_pairs():
+    plain = RabbitVolume("my-scratch", "jobdw", 0, AT[0])
+    assert directories_variable(plain) is None
+    indexed = RabbitVolume(
+        "my-scratch", "jobdw", 0, AT[0], (("c1", "rabbit-a-0"), ("c2", "rabbit-a-1"))
+    )
+    assert directories_variable(indexed) == (
+        "DW_JOB_my_scratch_DIRECTORIES",
+        "c1=rabbit-a-0 c2=rabbit-a-1",
+    )

@@ -198,7 +198,17 @@ class Nnf:
                 mount = {
                     "apiVersion": DWS_API.removeprefix("/apis/"),
                     "kind": "ClientMount",
-                    "metadata": {"name": f"{ns}-{wf}-{index}-computes", "namespace": compute},
+                    "metadata": {
+                        "name": f"{ns}-{wf}-{index}-computes",
+                        "namespace": compute,
+                        "labels": {  # the NnfAccess's, and it as the owner (nnf-sos' labels)
+                            "dataworkflowservices.github.io/workflow.name": wf,
+                            "dataworkflowservices.github.io/workflow.namespace": ns,
+                            "dataworkflowservices.github.io/owner.kind": "NnfAccess",
+                            "dataworkflowservices.github.io/owner.name": f"{wf}-{index}-computes",
+                            "dataworkflowservices.github.io/owner.namespace": ns,
+                        },
+                    },
                     "spec": {"node": compute, "desiredState": "mounted", "mounts": [{
                         "mountPath": f"{COMPUTE_PREFIX}/{flow['metadata']['uid']}-{index}",
                         "options": "", "setPermissions": False, "targetType": "directory",

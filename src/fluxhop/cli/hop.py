@@ -18,8 +18,12 @@ import click
 from fluxhop.cli.common import echo_objects, output_option, shortened, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
 from fluxhop.cli.params import DOMAIN, KUBE_NAME
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InputError, clipped
+from fluxhop.rabbit.nnf import read_nnf
 from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, KEYS, RabbitRequest
+from fluxhop.rabbit.storage import RabbitVolume
+from fluxhop.rabbit.workflow import Workflow
 from fluxhop.render import render
 from fluxhop.spec.flags import parse_env
 from fluxhop.spec.minicluster import MiniCluster
@@ -90,6 +94,22 @@ def _in_flag_terms() -> Iterator[None]:
             warnings.warn(text, warning.category, stacklevel=3)
 
 
+def _workflow_storage(ops: MiniClusters, name: str) -> tuple[Workflow, list[RabbitVolume]]:
+    """The Workflow and its file systems where NNF mounted them, read as
+    the PreRun hook reads them: an à-la-carte MiniCluster gets the same mounts."""
+    found = ops.kube.get("Workflow", name)
+    if found is None:
+        raise InputError(
+            f"--workflow {name}: no such Workflow in namespace {ops.kube.namespace} "
+            "(kubectl get workflows -A finds it)"
+        )
+    flow = Workflow.from_object(found)
+    problem = flow.owner_problem(os.getuid(), os.getgid())
+    if problem:
+        raise InputError(f"--workflow {name}: {problem}")
+    return flow, read_nnf(ops.kube, flow, os.getuid(), os.getgid()).storage
+
+
 def summary(spec: MiniCluster, request: RabbitRequest) -> str:
     lead = spec.spec.flux_container
     rows = {
@@ -131,6 +151,11 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
 @click.option("--pull-secret", help="Name of an existing image pull Secret.")
 @click.option("--name", type=KUBE_NAME, help="MiniCluster name (default: a random adjective-noun).")
 @click.option(
+    "--workflow",
+    type=KUBE_NAME,
+    help="A DWS Workflow whose file systems to mount, where NNF mounted them (in --namespace).",
+)
+@click.option(
     "--cxi-resource",
     default=CXI_RESOURCE,
     show_default=True,
@@ -161,6 +186,7 @@ def hop_command(
     pull_policy,
     pull_secret,
     name,
+    workflow,
     cxi_resource,
     target,
     cluster_domain,
@@ -189,18 +215,23 @@ def hop_command(
             pull_policy=pull_policy,
             pull_secret=pull_secret,
         )
+    ops = connect(kubeconfig, context, namespace) if workflow else None
+    flow, storage = _workflow_storage(ops, workflow) if ops else (None, [])
+    with _in_flag_terms():
         spec = request.to_minicluster(
             request.rabbits or (),
             name=name or random_name(),
-            namespace=namespace or "default",
+            namespace=namespace or (flow.namespace if flow else "default"),
             uid=os.getuid(),
             gid=os.getgid(),
+            workflow=flow,
+            storage=storage,
             cxi_resource=cxi_resource,
         )
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)
         return 0
-    ops = connect(kubeconfig, context, namespace)
+    ops = ops or connect(kubeconfig, context, namespace)
     root = ops.create(spec, target, cluster_domain=cluster_domain)
     click.echo(summary(spec, request), nl=False)
     click.echo(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx2
-from lightkube import ApiError, Client, ConfigError
+from lightkube import ALL_NS, ApiError, Client, ConfigError
 from lightkube.types import CascadeType, OnErrorAction, OnErrorResult, PatchType
 
 from fluxhop.cluster.answers import (
@@ -285,16 +285,18 @@ class Kube:
         kind_name: str,
         labels: dict[str, str] | None = None,
         fields: dict[str, str] | None = None,
+        *,
+        all_namespaces: bool = False,
     ) -> list[dict[str, Any]]:
+        """The objects of a kind in the namespace (in every one: ``all_namespaces``)."""
         what = kind(kind_name)
+        namespace = ALL_NS if all_namespaces else self.namespace
         items = self._call(
             "list",
             what,
             None,
             lambda: list(
-                self.client.list(
-                    what.resource, namespace=self.namespace, labels=labels, fields=fields
-                )
+                self.client.list(what.resource, namespace=namespace, labels=labels, fields=fields)
             ),
         )
         return [item.to_dict() for item in items]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from fluxhop.errors import SHOWN, SpecError, shown
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.placement import choose_rabbits
+from fluxhop.rabbit.storage import RabbitVolume, directories_variable
 from fluxhop.rabbit.workflow import Workflow
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.rules import env_name_problem
@@ -20,7 +21,6 @@ from fluxhop.spec.screen import in_terms
 
 if TYPE_CHECKING:
     from fluxhop.rabbit.request import RabbitRequest
-    from fluxhop.rabbit.storage import RabbitVolume
 
 __all__ = ["ALWAYS_SUCCEED", "RABBIT_NODE_LABEL", "rabbit_minicluster"]
 
@@ -65,6 +65,9 @@ def _volumes(
             mount = f"{request.rabbit_mount.rstrip('/')}/{volume.name}"
         volumes[volume.volume_name] = {"hostPath": volume.mount_path, "path": mount}
         env[volume.env_name] = mount
+        directories = directories_variable(volume)
+        if directories:
+            env[directories[0]] = directories[1]
     return volumes, env
 
 
@@ -146,7 +149,7 @@ def rabbit_minicluster(
             "capabilities": {"add": list(CAPABILITIES), "drop": ["ALL"]},
         },
     }
-    if cxi_resource:  # None: a system without the CXI device plugin (no Slingshot)
+    if cxi_resource is not None:  # None: a system without the CXI device plugin (no Slingshot)
         container["resources"] = {"limits": {cxi_resource: 1}, "requests": {cxi_resource: 1}}
     if request.command:
         container["command"] = list(request.command)

@@ -141,6 +141,7 @@ def on_pre_run(
     if checked is None:
         return None
     request, who = checked
+    _spec(request, flow, rabbits, who, cxi_resource)  # every field checked before a request
     ops = MiniClusters(client.ops.kube.in_namespace(flow.namespace))  # owners: same namespace
     view = read_nnf(ops.kube, flow, who.uid, who.gid, mount_root)
     spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage)

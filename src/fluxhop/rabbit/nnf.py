@@ -8,12 +8,19 @@ number of Workflows: nothing is listed."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.cluster.api import Kube
 from fluxhop.rabbit.errors import RabbitError
-from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume, from_accesses, from_container_data
+from fluxhop.rabbit.storage import (
+    MOUNT_ROOT,
+    RabbitVolume,
+    from_accesses,
+    from_container_data,
+    index_directories,
+)
 from fluxhop.rabbit.workflow import Workflow
 
 __all__ = ["PRE_RUN_TIMEOUT", "NnfView", "read_nnf"]
@@ -46,6 +53,29 @@ def _profile_problem(
     return None
 
 
+WORKFLOW_LABELS = ("dataworkflowservices.github.io/workflow.name",
+                   "dataworkflowservices.github.io/workflow.namespace")  # fmt: skip
+INDEXED = ("gfs2", "xfs")  # mounted on a rabbit as a directory per compute
+
+
+def _with_directories(
+    kube: Kube, flow: Workflow, storage: list[RabbitVolume]
+) -> list[RabbitVolume]:
+    """Each GFS2/XFS volume with its computes' directories, from the
+    ClientMounts NNF made for the Workflow (one list, all namespaces)."""
+    indexed = {i for i, _ in enumerate(flow.directives)
+               if flow.arguments(i)[0] == "jobdw" and flow.arguments(i)[1].get("type") in INDEXED}  # fmt: skip
+    if not any(v.directive_index in indexed for v in storage):
+        return storage
+    labels = dict(zip(WORKFLOW_LABELS, (flow.name, flow.namespace), strict=True))
+    mounts = kube.list("ClientMount", labels=labels, all_namespaces=True)
+    return [
+        dataclasses.replace(v, directories=tuple(index_directories(mounts, flow, v.directive_index).items()))
+        if v.directive_index in indexed else v
+        for v in storage
+    ]  # fmt: skip
+
+
 def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_ROOT) -> NnfView:
     """What NNF wrote for the Workflow (``kube`` in its namespace), checked
     against the job owner's ``uid`` and ``gid``."""
@@ -68,9 +98,11 @@ def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_R
                 f"no NnfContainerData {name} for '{flow.directives[index]}': NNF writes it at "
                 "PreRun (is the Workflow's PreRun ready?)"
             )
-        return NnfView(from_container_data(flow, index, data, root=root), profile, timeout)
+        storage = from_container_data(flow, index, data, root=root)
+        return NnfView(_with_directories(kube, flow, storage), profile, timeout)
     accesses = {
         fs.index: kube.get("NnfAccess", f"{flow.name}-{fs.index}-servers")
         for fs in flow.file_systems()
     }
-    return NnfView(from_accesses(flow, accesses, root=root), None, timeout)
+    storage = from_accesses(flow, accesses, root=root)
+    return NnfView(_with_directories(kube, flow, storage), None, timeout)

@@ -34,6 +34,7 @@ from fluxhop.rabbit.workflow import Workflow
 __all__ = [
     "MOUNT_ROOT",
     "RabbitVolume",
+    "directories_variable",
     "from_accesses",
     "from_container_data",
     "index_directories",
@@ -51,6 +52,8 @@ class RabbitVolume:
     command: str  # "jobdw" or "persistentdw"
     directive_index: int
     mount_path: str
+    # GFS2/XFS: each compute node's directory in the mount, (compute, "<rabbit>-<k>")
+    directories: tuple[tuple[str, str], ...] = ()
 
     @property
     def env_name(self) -> str:
@@ -149,11 +152,20 @@ def from_accesses(
     return found
 
 
-def index_directories(client_mounts: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """compute node -> its directory in a GFS2/XFS mount (``<rabbit>-<k>``),
-    from the computes' ClientMounts."""
+OWNER_NAME = "dataworkflowservices.github.io/owner.name"  # NNF's label: the NnfAccess
+
+
+def index_directories(
+    client_mounts: Iterable[Mapping[str, Any]], flow: Workflow, index: int
+) -> dict[str, str]:
+    """compute node -> its directory in the GFS2/XFS mount of directive
+    ``index`` (``<rabbit>-<k>``), from the computes' ClientMounts of that
+    file system (those NNF made for NnfAccess ``<workflow>-<index>-computes``)."""
+    access = f"{flow.name}-{index}-computes"
     found: dict[str, str] = {}
     for mount in client_mounts:
+        if ((mount.get("metadata") or {}).get("labels") or {}).get(OWNER_NAME) != access:
+            continue
         spec = mount.get("spec") or {}
         node = spec.get("node")
         for entry in spec.get("mounts") or []:
@@ -163,3 +175,13 @@ def index_directories(client_mounts: Iterable[Mapping[str, Any]]) -> dict[str, s
             if isinstance(node, str) and isinstance(rabbit, str) and isinstance(k, int):
                 found[node] = f"{rabbit}-{k}"
     return dict(sorted(found.items()))
+
+
+def directories_variable(volume: RabbitVolume) -> tuple[str, str] | None:
+    """The variable that tells a GFS2/XFS volume's per-compute directories
+    to the pods: ``DW_JOB_<name>_DIRECTORIES``, ``compute=<rabbit>-<k>``
+    pairs separated by spaces (None for a volume without them)."""
+    if not volume.directories:
+        return None
+    pairs = " ".join(f"{compute}={directory}" for compute, directory in volume.directories)
+    return f"{volume.env_name}_DIRECTORIES", pairs
