@@ -9,7 +9,7 @@ import fluxhop
 from fluxhop.errors import Forbidden
 from fluxhop.rabbit import RabbitRequest, Workflow
 from fluxhop.rabbit.errors import RabbitError
-from fluxhop.rabbit.hooks import LOG_LIMIT, on_pre_run, on_setup, on_teardown, tail
+from fluxhop.rabbit.hooks import LOG_LIMIT, on_post_run, on_pre_run, on_setup, on_teardown, tail
 from fluxhop.rabbit.policy import Owner, Policy
 from tests.cluster.fakeapi import DEFAULT_CRDS, NNF_KINDS, FakeAPIServer
 from tests.cluster.fixtures import foreign_job
@@ -205,8 +205,9 @@ def test_pre_run_that_never_comes_up_is_said_and_deleted(nnf):
     fake, client = nnf
     fake.schedulable = False
     flow = workflow_object("#DW container name=mpi profile=p")
-    profile = {"createContainer": True, "preRunTimeoutSeconds": 1}  # NNF's own pods: no data
+    profile = {"createContainer": False, "preRunTimeoutSeconds": 1}
     fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
+    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
     said = r"timed out after 1s .* \(the container profile's preRunTimeoutSeconds\); the MiniCluster is deleted"
     with pytest.raises(RabbitError, match=said):
         on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
@@ -348,3 +349,38 @@ def test_owner_may_be_a_uid_looked_up_on_this_host(fake, client):
 )
 def test_tail(pieces, limit, expected):
     assert tail(iter(pieces), limit) == expected
+
+
+def test_post_run_gives_rank_0s_exit_code_keeps_its_log_and_deletes(fake, client, workflow, saved):
+    fake.runner = lambda pod, index: (["the end\n"] if index == 0 else [], 3 if index == 0 else 0)
+    name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    client.wait(name, timeout=30)
+    assert on_post_run(workflow, client, saved.append) == 3
+    assert "the end" in saved[0] and managed(fake) == set()
+    assert on_teardown(workflow, client, saved.append) is False  # nothing left for Teardown
+
+
+def test_post_run_of_another_workflows_minicluster_says_nothing_of_it(
+    fake, client, workflow, saved
+):
+    on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    stranger = workflow_object()
+    stranger["metadata"]["uid"] = "another-uid"
+    assert on_post_run(stranger, client, saved.append) is None
+    assert ("Job", "fluxjob-1234") in managed(fake) and saved == []
+
+
+@pytest.mark.parametrize(
+    "variable", ["DW_JOB_scratch", "DW_JOB_scratch_DIRECTORIES", "DW_JOB_named_fs"]
+)
+def test_a_job_variable_the_workflow_announces_is_refused_before_any_request(
+    fake, client, variable
+):
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=scratch",
+                           "#DW container name=mpi profile=p DW_JOB_named_fs=scratch")  # fmt: skip
+    job = rabbit_job({"image": "lammps:cxi", "env": {variable: "/elsewhere"}})
+    with pytest.raises(RabbitError, match=rf"rabbit\.mpi\.env\.{variable} is set by the workflow"):
+        on_setup(job, flow, RABBITS, OWNER)
+    with pytest.raises(RabbitError, match=rf"rabbit\.mpi\.env\.{variable} is set by the workflow"):
+        on_pre_run(job, flow, RABBITS, OWNER, client)
+    assert fake.requests == []

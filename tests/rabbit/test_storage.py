@@ -105,9 +105,14 @@ def test_without_container_data_each_servers_access_says_where():
 
 def test_a_missing_access_is_said():
     with pytest.raises(
-        RabbitError, match=r"no NnfAccess fluxjob-1234-1-servers for '#DW persistentdw"
+        RabbitError, match=r"no NnfAccess fluxjob-1234-0-servers for '#DW jobdw type=gfs2"
     ):
-        from_accesses(FLOW, {0: access(AT[0]), 1: None})
+        from_accesses(FLOW, {0: None, 1: access(AT[1])})
+
+
+def test_a_persistent_file_system_nnf_did_not_mount_on_the_rabbits_gets_no_volume():
+    """A persistentdw's type is its storage's: an XFS one has no servers NnfAccess."""
+    assert [v.name for v in from_accesses(FLOW, {0: access(AT[0]), 1: None})] == ["my-scratch"]
 
 
 def test_an_access_outside_the_root_is_said():

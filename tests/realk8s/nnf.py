@@ -169,12 +169,19 @@ class Nnf:
             self.admin, f"{NNF_API}/namespaces/{flow['metadata']['namespace']}/nnfstorages", storage
         )
 
+    def _kept(self, flow: dict[str, Any], index: int) -> bool:
+        """Whether a container directive uses file system ``index``: NNF then
+        keeps its rabbit-side mount to Teardown, else unmounts it at PostRun."""
+        name = self._directives(flow)[index][2].get("name")
+        return any(c == "container" and name in a.values() for _, c, a in self._directives(flow))
+
     def _access(self, flow: dict[str, Any], index: int, side: str, path: str) -> None:
         ns, wf = flow["metadata"]["namespace"], flow["metadata"]["name"]
         access = self._owned(flow, f"{wf}-{index}-{side}", "NnfAccess", NNF_API)
         access["metadata"]["labels"]["nnf.cray.hpe.com/directive_index"] = str(index)
         access["spec"] = {
-            "desiredState": "mounted", "teardownState": "PostRun",
+            "desiredState": "mounted",
+            "teardownState": "Teardown" if side == "servers" and self._kept(flow, index) else "PostRun",
             "target": "all" if side == "servers" else "single",
             "userID": flow["spec"]["userID"], "groupID": flow["spec"]["groupID"],
             "makeClientMounts": True, "ignoreOfflineComputes": False, "mountPath": path,
@@ -280,8 +287,10 @@ class Nnf:
         if command not in STORAGE:
             return
         ns, wf = flow["metadata"]["namespace"], flow["metadata"]["name"]
-        path = f"{NNF_API}/namespaces/{ns}/nnfaccesses/{wf}-{index}-computes"
-        self.admin.patch(path, {"spec": {"desiredState": "unmounted"}}, "merge")
+        for side in ("computes", "servers"):
+            path = f"{NNF_API}/namespaces/{ns}/nnfaccesses/{wf}-{index}-{side}"
+            if self.admin.get(path)["spec"]["teardownState"] == "PostRun":
+                self.admin.patch(path, {"spec": {"desiredState": "unmounted"}}, "merge")
 
     def _teardown(
         self, flow: dict[str, Any], index: int, command: str, args: dict[str, str]

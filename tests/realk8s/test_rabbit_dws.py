@@ -107,9 +107,8 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
 
     try:
         machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
-        flow = machine.run(
-            name, {"Setup": setup, "PreRun": pre_run, "PostRun": post_run, "Teardown": teardown}
-        )
+        flow = machine.run(name, {"Setup": setup, "PreRun": pre_run, "Teardown": teardown},
+                           before={"PostRun": post_run})  # fmt: skip
     finally:
         client.close()
     server = machine.nnf.server_path(flow, 0)
@@ -197,7 +196,7 @@ def test_without_a_container_directive_each_servers_access_says_where(
 
     try:
         machine.create(name, directives, uid=OWNER.uid, gid=OWNER.gid)
-        flow = machine.run(name, {"PreRun": pre_run, "PostRun": post_run}, until="PostRun")
+        flow = machine.run(name, {"PreRun": pre_run}, before={"PostRun": post_run}, until="PostRun")
     finally:
         client.close()
     server = machine.nnf.server_path(flow, 0)

@@ -72,12 +72,16 @@ class Wlm:
         data = [{"name": compute} for compute in sorted(self.nnf.computes)]
         self.admin.patch(path, {"data": data}, "merge")
 
-    def run(self, name: str, hooks: dict[str, Hook] | None = None, *,
-            until: str = "Teardown") -> dict[str, Any]:  # fmt: skip
+    def run(self, name: str, hooks: dict[str, Hook] | None = None, *, until: str = "Teardown",
+            before: dict[str, Hook] | None = None) -> dict[str, Any]:  # fmt: skip
         """Every state from Proposal to ``until``, each hook called once its
-        state is ready (with the Workflow as it then is)."""
+        state is ready (with the Workflow as it then is), each ``before``
+        hook before its state is asked for (flux-coral2 ends a job's work
+        before it asks for PostRun)."""
         flow: dict[str, Any] = {}
         for state in STATES[: STATES.index(until) + 1]:
+            if before and state in before:
+                before[state](self.admin.get(self.path(name)))
             flow = self.reach(name, state)
             if hooks and state in hooks:
                 hooks[state](flow)

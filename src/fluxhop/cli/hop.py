@@ -215,6 +215,11 @@ def hop_command(
             pull_policy=pull_policy,
             pull_secret=pull_secret,
         )
+    if workflow:  # every flag checked before the cluster is asked for the Workflow
+        with _in_flag_terms():
+            request.to_minicluster(request.rabbits or (), name=name or random_name(),
+                                   namespace=namespace or "default", uid=os.getuid(),
+                                   gid=os.getgid(), cxi_resource=cxi_resource)  # fmt: skip
     ops = connect(kubeconfig, context, namespace) if workflow else None
     flow, storage = _workflow_storage(ops, workflow) if ops else (None, [])
     with _in_flag_terms():

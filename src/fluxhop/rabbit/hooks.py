@@ -23,7 +23,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import ClusterError, NotOurs, WaitTimeout
@@ -32,9 +32,11 @@ from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.nnf import read_nnf
 from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
-from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume
+from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume, reserved
 from fluxhop.rabbit.workflow import Workflow
 from fluxhop.workload.backend import Backend
+from fluxhop.workload.root import Root
+from fluxhop.workload.status import completion_index
 
 if TYPE_CHECKING:
     from fluxhop.client import Client
@@ -92,6 +94,15 @@ def _spec(
     )
 
 
+def _undo(ops: MiniClusters, root: Root, why: str) -> NoReturn:
+    """Delete what PreRun made and say why, in one line (a failed delete too)."""
+    try:
+        ops.delete_root(root)
+    except ClusterError as err:
+        raise RabbitError(f"{why}; deleting it failed too: {err}") from None
+    raise RabbitError(f"{why}; the MiniCluster is deleted")
+
+
 def on_setup(
     jobspec: Jobspec | Mapping[str, Any],
     workflow: Workflow | Mapping[str, Any],
@@ -111,7 +122,7 @@ def on_setup(
     checked = _checked(jobspec, flow, owner, policy)
     if checked is None:
         return None
-    return _spec(*checked[:1], flow, rabbits, checked[1], cxi_resource).name
+    return _spec(checked[0], flow, rabbits, checked[1], cxi_resource, reserved(flow)).name
 
 
 def on_pre_run(
@@ -141,7 +152,7 @@ def on_pre_run(
     if checked is None:
         return None
     request, who = checked
-    _spec(request, flow, rabbits, who, cxi_resource)  # every field checked before a request
+    _spec(request, flow, rabbits, who, cxi_resource, reserved(flow))  # all checked before a request
     ops = MiniClusters(client.ops.kube.in_namespace(flow.namespace))  # owners: same namespace
     view = read_nnf(ops.kube, flow, who.uid, who.gid, mount_root)
     spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage)
@@ -150,12 +161,16 @@ def on_pre_run(
     )
     log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, who.describe())
     try:
-        ops.wait_ready(root, timeout=view.pre_run_timeout)
+        progress = ops.wait_ready(root, timeout=view.pre_run_timeout)
     except WaitTimeout as err:
-        ops.delete(root.name)
-        raise RabbitError(
-            f"{err} (the container profile's preRunTimeoutSeconds); the MiniCluster is deleted"
-        ) from None
+        _undo(ops, root, f"{err} (the container profile's preRunTimeoutSeconds)")
+    workers_failed = [
+        pod for pod in progress.pods.values()
+        if pod.get("status", {}).get("phase") == "Failed" and completion_index(pod) != 0
+    ]  # fmt: skip
+    if workers_failed:  # rank 0's own end is the job's, for PostRun to report
+        why = ops.failure(root) or progress.summary()
+        _undo(ops, root, f"MiniCluster {root.name} failed as it came up: {why}")
     return spec.name
 
 
@@ -190,15 +205,20 @@ def on_post_run(
 ) -> int | None:
     """The job is over: rank 0's exit code, the tail of its log kept
     (``save_log``), and the MiniCluster deleted, all of it before NNF
-    unmounts the file systems. None when rank 0 had not ended (an
-    interactive MiniCluster) or there was no MiniCluster of this Workflow."""
+    unmounts the file systems: call it once the job has ended, before the
+    Workflow is asked for PostRun (NNF unmounts at PostRun what no
+    container directive keeps to Teardown). None when rank 0 had not ended
+    (an interactive MiniCluster) or there was no MiniCluster of this Workflow."""
     flow = _workflow(workflow)
     backend = _backend(client, flow.namespace)
     code = None
-    with contextlib.suppress(NotOurs):
-        if backend.owners(flow.name) is not None:
-            code = backend.status(flow.name).exit_code
-    on_teardown(flow, client, save_log)
+    try:
+        with contextlib.suppress(NotOurs):
+            references = backend.owners(flow.name)
+            if references is not None and _owned_by(references, flow):
+                code = backend.status(flow.name).exit_code
+    finally:
+        on_teardown(flow, client, save_log)
     return code
 
 

@@ -1,18 +1,25 @@
 """What NNF wrote for a Workflow, read from the cluster at PreRun: the
 pinned container profile of its ``#DW container`` directive (the copy NNF
 makes of it at Proposal, ``<workflow>-<i>``), and where NNF mounted its
-file systems: that directive's NnfContainerData when the profile says
-``createContainer: false``, else each file system's
-``<workflow>-<i>-servers`` NnfAccess. A few GETs per Workflow, whatever the
-number of Workflows: nothing is listed."""
+file systems: that directive's NnfContainerData (the profile must say
+``createContainer: false``: otherwise NNF starts pods of its own), else each
+file system's ``<workflow>-<i>-servers`` NnfAccess; and, for GFS2, the
+computes' ClientMounts. A few GETs and one label-selected list per
+Workflow, whatever the number of Workflows.
+
+What it reads needs ``get`` on NnfContainerProfile, NnfContainerData and
+NnfAccess in the Workflow's namespace and ``list`` on ClientMount in every
+namespace; without the last, the directory map is left out with a warning."""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.errors import FluxhopWarning, Forbidden
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.storage import (
     MOUNT_ROOT,
@@ -35,10 +42,13 @@ class NnfView:
     pre_run_timeout: float | None  # seconds for the MiniCluster to come up (None: no limit)
 
 
-def _timeout(profile: dict[str, Any] | None) -> float | None:
+def _timeout(profile: dict[str, Any] | None, name: str = "") -> float | None:
     value = (profile or {}).get("preRunTimeoutSeconds", PRE_RUN_TIMEOUT)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RabbitError(f"container profile data.preRunTimeoutSeconds {value!r} is not 0 or more")
+        raise RabbitError(
+            f"NnfContainerProfile {name} data.preRunTimeoutSeconds {value!r} is not a whole "
+            "number of seconds, 0 or more"
+        )
     return None if value == 0 else float(value)  # 0: NNF's "no limit"
 
 
@@ -55,7 +65,7 @@ def _profile_problem(
 
 WORKFLOW_LABELS = ("dataworkflowservices.github.io/workflow.name",
                    "dataworkflowservices.github.io/workflow.namespace")  # fmt: skip
-INDEXED = ("gfs2", "xfs")  # mounted on a rabbit as a directory per compute
+INDEXED = ("gfs2",)  # mounted on a rabbit as a directory per compute (XFS is never mounted here)
 
 
 def _with_directories(
@@ -68,7 +78,16 @@ def _with_directories(
     if not any(v.directive_index in indexed for v in storage):
         return storage
     labels = dict(zip(WORKFLOW_LABELS, (flow.name, flow.namespace), strict=True))
-    mounts = kube.list("ClientMount", labels=labels, all_namespaces=True)
+    try:
+        mounts = kube.list("ClientMount", labels=labels, all_namespaces=True)
+    except Forbidden as err:
+        warnings.warn(
+            f"no DW_JOB_<name>_DIRECTORIES for Workflow {flow.name}: listing ClientMounts in "
+            f"every namespace is not allowed ({err})",
+            FluxhopWarning,
+            stacklevel=3,
+        )
+        return storage
     return [
         dataclasses.replace(v, directories=tuple(index_directories(mounts, flow, v.directive_index).items()))
         if v.directive_index in indexed else v
@@ -84,18 +103,25 @@ def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_R
         name = f"{flow.name}-{index}"
         found = kube.get("NnfContainerProfile", name)
         if found is None:
-            continue  # not pinned yet: NNF pins it at Proposal
+            raise RabbitError(
+                f"no NnfContainerProfile {name} for {flow.directive(index)}: NNF pins the "
+                "directive's profile at Proposal (is NNF serving this Workflow?)"
+            )
         profile = dict(found.get("data") or {})
         problem = _profile_problem(flow, uid, gid, profile, name)
         if problem:
             raise RabbitError(problem)
-        timeout = _timeout(profile)
+        timeout = _timeout(profile, name)
         if profile.get("createContainer", True):
-            continue  # NNF runs that directive's pods itself
+            raise RabbitError(
+                f"NnfContainerProfile {name} data.createContainer is true: NNF starts that "
+                "directive's pods itself; a rabbit MiniCluster needs a profile with "
+                "createContainer: false"
+            )
         data = kube.get("NnfContainerData", name)
         if data is None:
             raise RabbitError(
-                f"no NnfContainerData {name} for '{flow.directives[index]}': NNF writes it at "
+                f"no NnfContainerData {name} for {flow.directive(index)}: NNF writes it at "
                 "PreRun (is the Workflow's PreRun ready?)"
             )
         storage = from_container_data(flow, index, data, root=root)

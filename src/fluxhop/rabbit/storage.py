@@ -38,6 +38,7 @@ __all__ = [
     "from_accesses",
     "from_container_data",
     "index_directories",
+    "reserved",
 ]
 
 MOUNT_ROOT = "/mnt/nnf"  # NNF's SERVER_MOUNT_PREFIX default
@@ -127,7 +128,7 @@ def from_container_data(
         if name not in listed:
             raise RabbitError(
                 f"{where} lists no volume {name!r} (directive {index}), which "
-                f"'{flow.directives[container_index]}' names; NNF has not mounted it"
+                f"{flow.directive(container_index)} names; NNF has not mounted it"
             )
     return found
 
@@ -141,14 +142,38 @@ def from_accesses(
     found = []
     for fs in flow.file_systems():
         access = accesses.get(fs.index)
+        if access is None and fs.command == "persistentdw":
+            continue  # its type is the storage's: NNF mounts GFS2/Lustre/raw on rabbits only
         if access is None:
             raise RabbitError(
-                f"no NnfAccess {flow.name}-{fs.index}-servers for '{flow.directives[fs.index]}': "
+                f"no NnfAccess {flow.name}-{fs.index}-servers for {flow.directive(fs.index)}: "
                 "NNF has not mounted it on the rabbits (is the Workflow at PreRun?)"
             )
         where = f"NnfAccess {flow.name}-{fs.index}-servers spec"
         path = _mount_path((access.get("spec") or {}).get("mountPath"), where, root)
         found.append(RabbitVolume(fs.name, fs.command, fs.index, path))
+    return found
+
+
+def reserved(flow: Workflow) -> list[RabbitVolume]:
+    """Stand-ins for the volumes NNF will say where, one per name fluxhop
+    may announce for the Workflow (its file systems', and the container
+    directive's DW_* arguments'), so that a job's own variables and every
+    other field are checked before anything is read from the cluster."""
+    indexed = {fs.index for fs in flow.file_systems() if fs.type == "gfs2"}
+    marks = (("", ""),)  # a GFS2 volume also announces its directories
+    found = [
+        RabbitVolume(
+            fs.name, fs.command, fs.index, MOUNT_ROOT, marks if fs.index in indexed else ()
+        )
+        for fs in flow.file_systems()
+    ]
+    for container in flow.containers():
+        for name, index in _named(flow, container).items():
+            command = flow.arguments(index)[0]
+            found.append(
+                RabbitVolume(name, command, index, MOUNT_ROOT, marks if index in indexed else ())
+            )
     return found
 
 

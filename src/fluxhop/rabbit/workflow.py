@@ -25,6 +25,7 @@ from fluxhop.render.objects import owner_reference
 __all__ = ["API_VERSION", "MOUNTABLE_TYPES", "FileSystem", "Workflow"]
 
 API_VERSION = "dataworkflowservices.github.io/v1alpha7"
+DIRECTIVE_SHOWN = 200  # characters of a directive quoted in a message
 MOUNTABLE_TYPES = ("gfs2", "lustre")
 
 
@@ -83,7 +84,9 @@ class Workflow:
         for key in ("userID", "groupID"):
             value = spec.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise RabbitError(f"the Workflow's spec.{key} must be a number, not {shown(value)}")
+                raise RabbitError(
+                    f"Workflow {metadata['name']} spec.{key} must be a number, not {shown(value)}"
+                )
             ids[key] = value
         return cls(
             name=str(metadata["name"]),
@@ -119,6 +122,11 @@ class Workflow:
     def arguments(self, index: int) -> tuple[str, dict[str, str]]:
         """Directive ``index`` as (command, its key=value arguments)."""
         return _arguments(self.directives[index])
+
+    def directive(self, index: int) -> str:
+        """Directive ``index`` as it can be quoted in a one-line message
+        (escaped; whole unless it is very long: directives run long)."""
+        return shown(self.directives[index], most=DIRECTIVE_SHOWN)
 
     def containers(self) -> list[int]:
         """The indexes of its ``#DW container`` directives."""
