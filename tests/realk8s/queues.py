@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.realk8s.api import Api, ApiError
+from tests.realk8s.api import Api
 from tests.realk8s.tools import eventually
 
 __all__ = ["KUEUE", "QUEUE_LABEL", "local_queue", "workloads_of"]
@@ -61,17 +61,9 @@ def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
         admin.delete(f"{KUEUE}/clusterqueues/{cq}")
         # gone, not going: a queue of the same name made next must be a new one
         # (Kueue forgets a ClusterQueue whose deletion ends after it was applied)
-        eventually("the ClusterQueue gone", lambda: _gone(admin, f"{KUEUE}/clusterqueues/{cq}"))
-
-
-def _gone(admin: Api, path: str) -> bool:
-    try:
-        admin.get(path)
-    except ApiError as error:
-        if error.status == 404:
-            return True
-        raise
-    return False
+        eventually(
+            "the ClusterQueue gone", lambda: admin.find(f"{KUEUE}/clusterqueues/{cq}") is None
+        )
 
 
 def workloads_of(admin: Api, namespace: str, job: str | None = None) -> list[dict[str, Any]]:
