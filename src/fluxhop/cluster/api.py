@@ -29,6 +29,7 @@ from fluxhop.cluster.answers import (
 )
 from fluxhop.cluster.config import ResolvedConfig, resolve
 from fluxhop.cluster.kinds import Kind, kind, kind_of
+from fluxhop.cluster.watchstop import WatchStop, install, reading
 from fluxhop.errors import (
     ClusterError,
     Expired,
@@ -123,6 +124,7 @@ class Kube:
                 transport=transport,
                 timeout=httpx2.Timeout(request_timeout),
             )
+            install(client)  # stoppable watches
         except Exception as err:  # lightkube/ssl on certificates it cannot load
             raise KubeconfigError(
                 f"kubeconfig context {resolved.context or '(in-cluster)'} ({resolved.source}) "
@@ -364,11 +366,24 @@ class Kube:
         labels: dict[str, str] | None = None,
         resource_version: str | None = None,
         relist: bool = True,
+        stop: WatchStop | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Events of ``kind_name``; resumes after drops (from the last
         resourceVersion, trying an API server that cannot be reached for the
         whole request timeout) and starts over after ``410 Gone`` - or, with
-        ``relist=False``, raises ``Expired``."""
+        ``relist=False``, raises ``Expired``. Setting ``stop`` (from another
+        thread) ends it at once, its connection closed (cluster/watchstop.py)."""
+        with reading(stop):
+            yield from self._watch(kind_name, labels, resource_version, relist, stop)
+
+    def _watch(
+        self,
+        kind_name: str,
+        labels: dict[str, str] | None,
+        resource_version: str | None,
+        relist: bool,
+        stop: WatchStop | None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         what = kind(kind_name)
         failing_since: list[float] = []  # when the current run of failures began
 
@@ -381,6 +396,8 @@ class Kube:
             return delay if spent + delay <= self._unreachable_budget() else None
 
         def on_error(err: Exception, count: int) -> OnErrorResult:
+            if stop is not None and stop.is_set():
+                return OnErrorResult(OnErrorAction.STOP)  # the read the stop broke
             code = failure_of(err)[0]
             if isinstance(err, httpx2.TransportError) and not isinstance(
                 err, httpx2.TimeoutException
@@ -418,6 +435,8 @@ class Kube:
                     continue
                 raise self._translate(err, "watch", what, None) from None
             except httpx2.TransportError as err:
+                if stop is not None and stop.is_set():
+                    return
                 # lightkube reconnects outside its error handler: a refused
                 # reconnect (a restarting API server) lands here
                 attempts += 1

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.watchstop import WatchStop
 from fluxhop.errors import Expired, NotFound, NotInstalled, WaitTimeout
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.spec.kueue import KUEUE_JOB_UID
@@ -52,7 +53,7 @@ class Waiting:
         self,
         kind_name: str,
         labels: dict[str, str],
-        stop: threading.Event,
+        stop: WatchStop,
         events: queue.Queue[Any],
         *,
         optional: bool = False,
@@ -67,7 +68,11 @@ class Waiting:
         def pump() -> None:
             try:
                 watch = self.kube.watch(
-                    kind_name, labels=labels, resource_version=resource_version, relist=relist
+                    kind_name,
+                    labels=labels,
+                    resource_version=resource_version,
+                    relist=relist,
+                    stop=stop,
                 )
                 for event, obj in watch:
                     events.put((kind_name, event, obj))
@@ -114,7 +119,7 @@ class Waiting:
         deadline = None if timeout is None else self.clock() + timeout
         if root.queue and root.suspended and since is None:
             root = self._wait_admitted(root, progress, deadline, timeout or 0, on_progress)
-        stop = threading.Event()
+        stop = WatchStop()  # set when the wait is over: its watches end at once
         events: queue.Queue[Any] = queue.Queue()
         version = None
         if since is not None:
@@ -151,7 +156,7 @@ class Waiting:
         """Watch the suspended root (and Kueue's Workload for it, where Kueue is
         installed) until the queue admits it: Kueue unsuspends it."""
         queue_name = root.queue or ""
-        stop = threading.Event()
+        stop = WatchStop()  # set when the wait is over: its watches end at once
         events: queue.Queue[Any] = queue.Queue()
         kind_name = ROOT_KINDS[root.target]
         self._watch(kind_name, {MINICLUSTER_LABEL: root.name}, stop, events)
