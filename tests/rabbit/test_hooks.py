@@ -179,6 +179,17 @@ def test_teardown_without_a_minicluster_does_nothing(fake, client, workflow, sav
     assert saved == [] and fake.seen("DELETE") == []
 
 
+def test_teardown_looks_once_and_only_for_the_clients_kind(fake, client, workflow, saved):
+    """One GET per Workflow at Teardown, whatever else the cluster serves:
+    no JobSet or MiniCluster lookups a Job client never made (nor the RBAC
+    they would need)."""
+    before = len(fake.requests)
+    assert on_teardown(workflow, client, saved.append) is False
+    assert [(r.verb, r.path) for r in fake.requests[before:]] == [
+        ("GET", "/apis/batch/v1/namespaces/default/jobs/fluxjob-1234")
+    ]
+
+
 def made_for(workflow, client):
     """The MiniCluster on_pre_run makes, without waiting for it to come up
     (these tests tear down pods that never do)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -151,8 +151,11 @@ class MiniClusters(Waiting):
 
     # --- find / status ------------------------------------------------------------
 
-    def find(self, name: str) -> Root | None:
-        for target, kind_name in ROOT_KINDS.items():
+    def find(self, name: str, targets: Iterable[Target] | None = None) -> Root | None:
+        """The MiniCluster ``name`` fluxhop made, looked for as each of
+        ``targets`` (every kind when None: one GET each)."""
+        for target in ROOT_KINDS if targets is None else targets:
+            kind_name = ROOT_KINDS[target]
             try:
                 obj = self.kube.get(kind_name, name)
             except NotInstalled:

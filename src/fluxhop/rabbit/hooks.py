@@ -19,10 +19,9 @@ the caller to raise as a job exception.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from fluxhop.cluster.operations import MiniClusters
@@ -34,7 +33,6 @@ from fluxhop.rabbit.policy import Owner, Policy
 from fluxhop.rabbit.request import CXI_RESOURCE, RabbitRequest
 from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume, reserved
 from fluxhop.rabbit.workflow import Workflow
-from fluxhop.workload.backend import Backend
 from fluxhop.workload.root import Root
 from fluxhop.workload.status import completion_index
 
@@ -52,10 +50,10 @@ def _workflow(workflow: Workflow | Mapping[str, Any]) -> Workflow:
     return workflow if isinstance(workflow, Workflow) else Workflow.from_object(workflow)
 
 
-def _backend(client: Client, namespace: str) -> Backend:
-    """The client's backend, in the Workflow's namespace (owner references
-    cannot cross namespaces)."""
-    return client.backend.in_namespace(namespace)
+def _ops(client: Client, namespace: str) -> MiniClusters:
+    """The client's cluster operations, in the Workflow's namespace (owner
+    references cannot cross namespaces)."""
+    return MiniClusters(client.ops.kube.in_namespace(namespace))
 
 
 def _checked(
@@ -153,7 +151,7 @@ def on_pre_run(
         return None
     request, who = checked
     _spec(request, flow, rabbits, who, cxi_resource, reserved(flow))  # all checked before a request
-    ops = MiniClusters(client.ops.kube.in_namespace(flow.namespace))  # owners: same namespace
+    ops = _ops(client, flow.namespace)
     view = read_nnf(ops.kube, flow, who.uid, who.gid, mount_root)
     spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage)
     root = ops.create(
@@ -186,16 +184,39 @@ def tail(lines: Iterable[str], limit: int = LOG_LIMIT) -> str:
     return "".join(kept)[-limit:]
 
 
-def _owned_by(references: list[dict[str, Any]], flow: Workflow) -> bool:
-    return any(ref.get("kind") == "Workflow" and ref.get("uid") == flow.uid for ref in references)
-
-
-def _lead_log(backend: Backend, name: str) -> Iterator[str] | None:
+def _ours(ops: MiniClusters, flow: Workflow, client: Client) -> Root | None:
+    """The MiniCluster this Workflow's PreRun made (one GET, as the client's
+    target), or None: none there, or one not made for this Workflow (left
+    alone, with a warning)."""
     try:
-        return backend.logs(name)
-    except ClusterError as err:
-        log.warning("no log kept for rabbit MiniCluster %s: %s", name, err)
+        root = ops.find(flow.name, targets=(client.target,))
+    except NotOurs as err:
+        log.warning("rabbit MiniCluster %s: %s", flow.name, err)
         return None
+    if root is None:
+        return None
+    references = root.obj["metadata"].get("ownerReferences") or []
+    if not any(r.get("kind") == "Workflow" and r.get("uid") == flow.uid for r in references):
+        log.warning(
+            "rabbit MiniCluster %s was not created for this Workflow; leaving it alone", flow.name
+        )
+        return None
+    return root
+
+
+def _keep_log_and_delete(ops: MiniClusters, root: Root, save_log: Callable[[str], None]) -> None:
+    """The tail of rank 0's log to ``save_log``, then the MiniCluster
+    deleted, even when reading or saving the log fails."""
+    try:
+        try:
+            text = tail(ops.logs(root))
+        except ClusterError as err:
+            log.warning("no log kept for rabbit MiniCluster %s: %s", root.name, err)
+        else:
+            save_log(text)
+    finally:
+        ops.delete_root(root)
+    log.info("deleted rabbit MiniCluster %s/%s", ops.kube.namespace, root.name)
 
 
 def on_post_run(
@@ -210,16 +231,14 @@ def on_post_run(
     container directive keeps to Teardown). None when rank 0 had not ended
     (an interactive MiniCluster) or there was no MiniCluster of this Workflow."""
     flow = _workflow(workflow)
-    backend = _backend(client, flow.namespace)
-    code = None
+    ops = _ops(client, flow.namespace)
+    root = _ours(ops, flow, client)
+    if root is None:
+        return None
     try:
-        with contextlib.suppress(NotOurs):
-            references = backend.owners(flow.name)
-            if references is not None and _owned_by(references, flow):
-                code = backend.status(flow.name).exit_code
+        return ops.status(root).exit_code
     finally:
-        on_teardown(flow, client, save_log)
-    return code
+        _keep_log_and_delete(ops, root, save_log)
 
 
 def on_teardown(
@@ -233,30 +252,9 @@ def on_teardown(
     The delete happens even when reading or saving the log fails.
     """
     flow = _workflow(workflow)
-    backend = _backend(client, flow.namespace)
-    try:
-        references = backend.owners(flow.name)
-    except NotOurs as err:
-        log.warning("rabbit teardown of %s: %s", flow.name, err)
+    ops = _ops(client, flow.namespace)
+    root = _ours(ops, flow, client)
+    if root is None:
         return False
-    if references is None:
-        return False
-    if not _owned_by(references, flow):
-        log.warning(
-            "rabbit teardown: MiniCluster %s was not created for this Workflow; leaving it alone",
-            flow.name,
-        )
-        return False
-    try:
-        lines = _lead_log(backend, flow.name)
-        if lines is not None:
-            try:
-                text = tail(lines)
-            except ClusterError as err:
-                log.warning("lost the log of rabbit MiniCluster %s: %s", flow.name, err)
-            else:
-                save_log(text)
-    finally:
-        backend.delete(flow.name)
-    log.info("deleted rabbit MiniCluster %s/%s", flow.namespace, flow.name)
+    _keep_log_and_delete(ops, root, save_log)
     return True
