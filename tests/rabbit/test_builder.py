@@ -300,3 +300,37 @@ def test_each_computes_gfs2_directory_is_told_to_the_pods():
     )
     env = build(workflow=flow, storage=[volume]).spec.flux_container.environment
     assert env["DW_JOB_scratch_DIRECTORIES"] == "c1=rabbit-a-0 c2=rabbit-b-0"
+
+
+def rendered_peers(objects):
+    """Each pod's DNS name as the rendered objects make it (Indexed Job or
+    JobSet: ``hostname`` is the host prefix plus the completion index),
+    from the pod template, the way the cluster will name the pods."""
+    workload = next(o for o in objects if o["kind"] in ("Job", "JobSet"))
+    if workload["kind"] == "JobSet":
+        (replicated,) = workload["spec"]["replicatedJobs"]
+        job = replicated["template"]
+        prefix = f"{workload['metadata']['name']}-{replicated['name']}-0-"
+    else:
+        job = workload
+        prefix = f"{workload['metadata']['name']}-"
+    template = job["spec"]["template"]["spec"]
+    size = job["spec"]["completions"]
+    # a JobSet's pods get the subdomain its controller sets from spec.network
+    subdomain = template.get("subdomain") or workload["spec"]["network"]["subdomain"]
+    return subdomain, [f"{prefix}{rank}" for rank in range(size)], template
+
+
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_pods_are_told_their_peers_as_nnf_tells_its_containers(target, workflow):
+    spec = build({"nodes": 3}, workflow=workflow, target=target, cluster_domain="hpc.example")
+    subdomain, hosts, template = rendered_peers(render(spec, target, cluster_domain="hpc.example"))
+    env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
+    assert env["NNF_CONTAINER_SUBDOMAIN"] == subdomain == "fluxjob-1234"
+    assert env["NNF_CONTAINER_DOMAIN"] == "default.svc.hpc.example"
+    assert env["NNF_CONTAINER_HOSTNAMES"].split() == hosts and len(hosts) == 3
+
+
+def test_no_workflow_no_nnf_variables():
+    env = build().spec.flux_container.environment
+    assert not [k for k in env if k.startswith(("NNF_", "DW_"))], env

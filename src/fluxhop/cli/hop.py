@@ -232,6 +232,8 @@ def hop_command(
             workflow=flow,
             storage=storage,
             cxi_resource=cxi_resource,
+            target=target,
+            cluster_domain=cluster_domain,
         )
     if dry_run:
         echo_objects(render(spec, target, cluster_domain=cluster_domain), output)

@@ -15,6 +15,7 @@ from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.placement import choose_rabbits
 from fluxhop.rabbit.storage import RabbitVolume, directories_variable
 from fluxhop.rabbit.workflow import Workflow
+from fluxhop.render import Target, pod_host_prefix
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.rules import env_name_problem
 from fluxhop.spec.screen import in_terms
@@ -69,6 +70,21 @@ def _volumes(
         if directories:
             env[directories[0]] = directories[1]
     return volumes, env
+
+
+def _peers(
+    name: str, namespace: str, size: int, target: Target | str, domain: str
+) -> dict[str, str]:
+    """What NNF tells its own containers of their peers (nnf-sos'
+    ``addEnvVars``): the pods' subdomain (the headless Service, named as the
+    MiniCluster), its domain, and every pod's host name, rank order, as NNF
+    lists an MPI job's launcher and workers."""
+    prefix = pod_host_prefix(name, target)
+    return {
+        "NNF_CONTAINER_SUBDOMAIN": name,
+        "NNF_CONTAINER_DOMAIN": f"{namespace}.svc.{domain}",
+        "NNF_CONTAINER_HOSTNAMES": " ".join(f"{prefix}{rank}" for rank in range(size)),
+    }
 
 
 def _environment(request: RabbitRequest, system: dict[str, str]) -> dict[str, str]:
@@ -130,7 +146,13 @@ def rabbit_minicluster(
     workflow: Workflow | Mapping[str, Any] | None,
     storage: Sequence[RabbitVolume] = (),
     cxi_resource: str | None,
+    target: Target | str = Target.JOB,
+    cluster_domain: str = "cluster.local",
 ) -> MiniCluster:
+    """The MiniCluster ``request`` asks for on (some of) ``rabbits``; with a
+    Workflow, its file systems (``storage``) mounted and announced, and the
+    ``NNF_CONTAINER_*`` variables NNF would give its own containers, for the
+    pods ``target`` makes in a cluster whose DNS domain is ``cluster_domain``."""
     if not request.enabled:
         raise RabbitError("the job does not ask for a rabbit MiniCluster (set -S rabbit.mpi=true)")
     if workflow is not None and not isinstance(workflow, Workflow):
@@ -138,6 +160,8 @@ def rabbit_minicluster(
     chosen = choose_rabbits(rabbits, request.rabbits, request.nodes)
     identity = _identity(uid, gid)
     volumes, system_env = _volumes(request, workflow, storage)
+    if workflow is not None:
+        system_env.update(_peers(name, namespace, len(chosen), target, cluster_domain))
     container: dict[str, Any] = {
         "name": name,
         "image": request.image,

@@ -79,7 +79,13 @@ def _spec(
     owner: Owner,
     cxi_resource: str | None,
     storage: Sequence[RabbitVolume] = (),
+    client: Client | None = None,
 ) -> MiniCluster:
+    """The MiniCluster, as ``client`` would make it (its target and
+    cluster domain; the defaults before there is one)."""
+    site = (
+        {} if client is None else {"target": client.target, "cluster_domain": client.cluster_domain}
+    )
     return request.to_minicluster(
         rabbits,
         name=flow.name,
@@ -89,6 +95,7 @@ def _spec(
         workflow=flow,
         storage=storage,
         cxi_resource=cxi_resource,
+        **site,
     )
 
 
@@ -150,10 +157,11 @@ def on_pre_run(
     if checked is None:
         return None
     request, who = checked
-    _spec(request, flow, rabbits, who, cxi_resource, reserved(flow))  # all checked before a request
+    # all checked before a request
+    _spec(request, flow, rabbits, who, cxi_resource, reserved(flow), client)
     ops = _ops(client, flow.namespace)
     view = read_nnf(ops.kube, flow, who.uid, who.gid, mount_root)
-    spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage)
+    spec = _spec(request, flow, rabbits, who, cxi_resource, view.storage, client)
     root = ops.create(
         spec, client.target, cluster_domain=client.cluster_domain, owners=[flow.owner_reference]
     )

@@ -28,6 +28,7 @@ from fluxhop.errors import InputError
 from fluxhop.flux.jobspec import Jobspec
 from fluxhop.nesting import check_data
 from fluxhop.rabbit.errors import RabbitError
+from fluxhop.render.targets import Target
 from fluxhop.spec.rules import dns_subdomain_problem
 
 if TYPE_CHECKING:
@@ -254,10 +255,12 @@ class RabbitRequest:
         workflow: Workflow | Mapping[str, Any] | None = None,
         storage: Sequence[RabbitVolume] = (),
         cxi_resource: str | None = CXI_RESOURCE,
+        target: Target | str = Target.JOB,
+        cluster_domain: str = "cluster.local",
     ) -> MiniCluster:
         """The MiniCluster for this request on (a subset of) ``rabbits``,
         mounting ``storage`` (the Workflow's file systems, where NNF says
-        they are: fluxhop.rabbit.storage)."""
+        they are: fluxhop.rabbit.storage), for the pods ``target`` makes."""
         from fluxhop.rabbit.builder import rabbit_minicluster
 
         return rabbit_minicluster(
@@ -270,6 +273,8 @@ class RabbitRequest:
             workflow=workflow,
             storage=storage,
             cxi_resource=cxi_resource,
+            target=target,
+            cluster_domain=cluster_domain,
         )
 
     @classmethod

@@ -26,7 +26,7 @@ from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.rules import dns_subdomain_problem
 
-__all__ = ["TARGETS", "Target", "bundle_for", "render"]
+__all__ = ["TARGETS", "Target", "bundle_for", "pod_host_prefix", "render"]
 
 TARGETS: tuple[str, ...] = tuple(t.value for t in Target)
 
@@ -37,6 +37,13 @@ def _cert(spec: MiniCluster, cert: CurveCert | None) -> CurveCert:
     if spec.spec.flux.curve_cert:
         return CurveCert.from_zpl(spec.spec.flux.curve_cert.get_secret_value())
     return CurveCert.generate(spec.name)
+
+
+def pod_host_prefix(name: str, target: Target | str) -> str:
+    """What the pods' host names of MiniCluster ``name`` start with, before
+    the rank: ``<name>-`` (an Indexed Job's, or the Flux Operator's), or the
+    JobSet's ``<name>-<replicated job>-0-``."""
+    return host_prefix(name) if Target.parse(target) is Target.JOBSET else f"{name}-"
 
 
 @checked
@@ -55,7 +62,7 @@ def bundle_for(
     problem = dns_subdomain_problem(cluster_domain)
     if problem:
         raise SpecError(f"cluster_domain {shown(cluster_domain)} {problem} (e.g. cluster.local)")
-    prefix = host_prefix(spec.name) if target is Target.JOBSET else f"{spec.name}-"
+    prefix = pod_host_prefix(spec.name, target)
     longest = f"{prefix}{spec.spec.max_nodes - 1}"
     if len(longest) > 63:
         raise SpecError(
