@@ -334,3 +334,25 @@ def test_pods_are_told_their_peers_as_nnf_tells_its_containers(target, workflow)
 def test_no_workflow_no_nnf_variables():
     env = build().spec.flux_container.environment
     assert not [k for k in env if k.startswith(("NNF_", "DW_"))], env
+
+
+def test_a_global_lustre_is_mounted_through_its_claim_where_nnf_mounts_it(workflow):
+    flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch",
+                           "#DW container name=mpi profile=p DW_JOB_scratch=scratch "
+                           "DW_GLOBAL_home=/lus/home/alice")  # fmt: skip
+    storage = [
+        RabbitVolume("scratch", "jobdw", 0, "/mnt/nnf/u-0"),
+        RabbitVolume("home", "globaldw", 1, "/lus/home", claim="home-nnf-system-readwritemany-pvc"),
+    ]
+    spec = build({"rabbit_mount": "/mnt/rabbit"}, workflow=flow, storage=storage)
+    env = spec.spec.flux_container.environment
+    assert (env["DW_JOB_scratch"], env["DW_GLOBAL_home"]) == ("/mnt/rabbit", "/lus/home")
+    objects = render(spec, "job")
+    for obj in objects:
+        validate(obj)
+    template = pod_spec(objects)[1]
+    claims = {v["name"]: v["persistentVolumeClaim"] for v in template["volumes"]
+              if "persistentVolumeClaim" in v}  # fmt: skip
+    assert [c["claimName"] for c in claims.values()] == ["home-nnf-system-readwritemany-pvc"]
+    mounts = {m["name"]: m["mountPath"] for m in template["containers"][0]["volumeMounts"]}
+    assert mounts[next(iter(claims))] == "/lus/home"

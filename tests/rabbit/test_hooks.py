@@ -395,3 +395,21 @@ def test_a_job_variable_the_workflow_announces_is_refused_before_any_request(
     with pytest.raises(RabbitError, match=rf"rabbit\.mpi\.env\.{variable} is set by the workflow"):
         on_pre_run(job, flow, RABBITS, OWNER, client)
     assert fake.requests == []
+
+
+def test_a_global_lustre_without_the_lustre_operator_is_one_line_and_makes_nothing(nnf):
+    """DW_GLOBAL_ needs NNF's Lustre operator's LustreFileSystems (this fake
+    serves none, as a cluster without the operator)."""
+    fake, client = nnf
+    flow = workflow_object("#DW container name=mpi profile=p DW_GLOBAL_home=/lus/home/alice")
+    fake.seed("NnfContainerProfile",
+              {"metadata": {"name": "fluxjob-1234-0"}, "data": {"createContainer": False}})  # fmt: skip
+    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    with pytest.raises(RabbitError) as caught:
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert str(caught.value) == (
+        "'#DW container name=mpi profile=p DW_GLOBAL_home=/lus/home/alice' names a global Lustre "
+        "file system (DW_GLOBAL_), and this cluster serves no LustreFileSystem (lus.cray.hpe.com): "
+        "install NNF's Lustre operator"
+    )
+    assert managed(fake) == set()

@@ -12,6 +12,8 @@ from fluxhop.rabbit.storage import (
     directories_variable,
     from_accesses,
     from_container_data,
+    from_lustre,
+    global_names,
     index_directories,
 )
 from tests.rabbit.conftest import WORKFLOW_UID, workflow_object
@@ -165,3 +167,66 @@ def test_the_directories_are_one_variable_of_pairs():
         "DW_JOB_my_scratch_DIRECTORIES",
         "c1=rabbit-a-0 c2=rabbit-a-1",
     )
+
+
+# --- global Lustre (DW_GLOBAL_) -------------------------------------------------------
+
+GLOBAL = Workflow.from_object(
+    workflow_object(
+        "#DW jobdw type=gfs2 capacity=10GiB name=scratch",
+        "#DW container name=mpi profile=p DW_JOB_scratch=scratch "
+        "DW_GLOBAL_home_dirs=/lus/home/alice DW_GLOBAL_proj=/lus/proj/x",
+        namespace="jobs",
+    )
+)
+
+
+def lustre(name, root, namespaces=("jobs",), namespace="nnf-system"):
+    """A LustreFileSystem as NNF's Lustre operator's CRD has it."""
+    return {
+        "apiVersion": "lus.cray.hpe.com/v1beta1",
+        "kind": "LustreFileSystem",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"name": name[:8], "mgsNids": "10.1.1.1@tcp", "mountRoot": root,
+                 "namespaces": {ns: {"modes": ["ReadWriteMany"]} for ns in namespaces}},
+    }  # fmt: skip
+
+
+LUSTRES = [lustre("home", "/lus/home"), lustre("proj", "/lus/proj", namespace="lus")]
+
+
+def test_a_global_lustre_is_its_claim_at_its_root():
+    found = from_lustre(GLOBAL, 1, LUSTRES, None)
+    assert [(v.name, v.env_name, v.mount_path, v.claim) for v in found] == [
+        ("home-dirs", "DW_GLOBAL_home_dirs", "/lus/home", "home-nnf-system-readwritemany-pvc"),
+        ("proj", "DW_GLOBAL_proj", "/lus/proj", "proj-lus-readwritemany-pvc"),
+    ]
+    assert global_names(GLOBAL, 1) == {
+        "home-dirs": ("DW_GLOBAL_home_dirs", "/lus/home/alice"),
+        "proj": ("DW_GLOBAL_proj", "/lus/proj/x"),
+    }
+
+
+def test_the_profile_picks_the_claims_mode():
+    profile = {"storages": [{"name": "DW_GLOBAL_proj", "pvcMode": "ReadOnlyMany"}]}
+    claims = {v.name: v.claim for v in from_lustre(GLOBAL, 1, LUSTRES, profile)}
+    assert claims == {"home-dirs": "home-nnf-system-readwritemany-pvc",
+                      "proj": "proj-lus-readonlymany-pvc"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lustres", "said"),
+    [
+        ([lustre("proj", "/lus/proj")], "DW_GLOBAL_home_dirs: no LustreFileSystem holds '/lus/home/alice'"),
+        ([lustre("home", "/lus/home", namespaces=("other",)), lustre("proj", "/lus/proj")],
+         "DW_GLOBAL_home_dirs: LustreFileSystem home is not configured for namespace jobs"),
+        ([lustre("home", "lus/home"), lustre("proj", "/lus/proj")], None),
+    ],
+    ids=["none", "namespace", "relative-root-never-matches"],
+)  # fmt: skip
+def test_a_global_lustre_nnf_would_refuse_is_one_line(lustres, said):
+    with pytest.raises(RabbitError) as caught:
+        from_lustre(GLOBAL, 1, lustres, None)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(said or "DW_GLOBAL_home_dirs: no LustreFileSystem"), message

@@ -78,6 +78,7 @@ INSTALL_HINT = {
     "Operator, or use --target job",
     "TrainJob": "install Kubeflow Trainer",
     "Workload": "install Kueue, or create the MiniCluster without --queue",
+    "LustreFileSystem": "install NNF's Lustre operator (lustre-fs-operator)",
 }
 
 

@@ -61,6 +61,7 @@ KINDS: dict[str, Kind] = {
         Kind("nnf.cray.hpe.com/v1alpha11", "NnfAccess", "nnfaccesses"),
         Kind("nnf.cray.hpe.com/v1alpha11", "NnfContainerProfile", "nnfcontainerprofiles"),
         Kind("nnf.cray.hpe.com/v1alpha11", "NnfContainerData", "nnfcontainerdata"),
+        Kind("lus.cray.hpe.com/v1beta1", "LustreFileSystem", "lustrefilesystems"),  # global Lustre
         Kind("kopf.dev/v1", "KopfPeering", "kopfpeerings"),  # the operator's peering
         Kind("kopf.dev/v1", "ClusterKopfPeering", "clusterkopfpeerings", namespaced=False),
     )

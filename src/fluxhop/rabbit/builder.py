@@ -48,7 +48,8 @@ def _volumes(
     """Container volumes and the DW_* variables that announce them: each
     file system from where NNF mounted it on the rabbit, in the container at
     that same path (as NNF's own containers have it) unless the job asked
-    for rabbit_mount (one at the path, several in a directory each)."""
+    for rabbit_mount (one at the path, several in a directory each); a
+    global Lustre one through its claim, at its mount root."""
     volumes: dict[str, Any] = {
         name: {"hostPath": path, "path": path} for name, path in HOST_DIRECTORIES.items()
     }
@@ -57,10 +58,16 @@ def _volumes(
         return volumes, env
     env["DW_WORKFLOW_NAME"] = workflow.name
     env["DW_WORKFLOW_NAMESPACE"] = workflow.namespace
+    on_rabbits = [v for v in storage if v.claim is None]
     for volume in storage:
+        if volume.claim is not None:  # global Lustre: its claim, at its root, as everywhere
+            mount = volume.mount_path
+            volumes[volume.volume_name] = {"claimName": volume.claim, "path": mount}
+            env[volume.env_name] = mount
+            continue
         if request.rabbit_mount is None:
             mount = volume.mount_path
-        elif len(storage) == 1:
+        elif len(on_rabbits) == 1:
             mount = request.rabbit_mount
         else:
             mount = f"{request.rabbit_mount.rstrip('/')}/{volume.name}"

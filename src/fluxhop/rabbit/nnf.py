@@ -9,7 +9,9 @@ Workflow, whatever the number of Workflows.
 
 What it reads needs ``get`` on NnfContainerProfile, NnfContainerData and
 NnfAccess in the Workflow's namespace and ``list`` on ClientMount in every
-namespace; without the last, the directory map is left out with a warning."""
+namespace (without it, the directory map is left out with a warning); for
+a global Lustre file system (``DW_GLOBAL_``), ``list`` on LustreFileSystem
+in every namespace."""
 
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import FluxhopWarning, Forbidden
+from fluxhop.errors import FluxhopWarning, Forbidden, NotInstalled
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.storage import (
     MOUNT_ROOT,
     RabbitVolume,
     from_accesses,
     from_container_data,
+    from_lustre,
+    global_names,
     index_directories,
 )
 from fluxhop.rabbit.workflow import Workflow
@@ -95,6 +99,23 @@ def _with_directories(
     ]  # fmt: skip
 
 
+def _lustres(kube: Kube, directive: str) -> list[dict[str, Any]]:
+    """Every LustreFileSystem (one list, all namespaces), for the global
+    Lustre file systems ``directive`` names."""
+    try:
+        return kube.list("LustreFileSystem", all_namespaces=True)
+    except NotInstalled:
+        raise RabbitError(
+            f"{directive} names a global Lustre file system (DW_GLOBAL_), and this cluster serves "
+            "no LustreFileSystem (lus.cray.hpe.com): install NNF's Lustre operator"
+        ) from None
+    except Forbidden as err:
+        raise RabbitError(
+            f"{directive} names a global Lustre file system (DW_GLOBAL_): listing "
+            f"LustreFileSystems in every namespace is not allowed ({err})"
+        ) from None
+
+
 def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_ROOT) -> NnfView:
     """What NNF wrote for the Workflow (``kube`` in its namespace), checked
     against the job owner's ``uid`` and ``gid``."""
@@ -125,6 +146,8 @@ def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_R
                 "PreRun (is the Workflow's PreRun ready?)"
             )
         storage = from_container_data(flow, index, data, root=root)
+        if global_names(flow, index):
+            storage += from_lustre(flow, index, _lustres(kube, flow.directive(index)), profile)
         return NnfView(_with_directories(kube, flow, storage), profile, timeout)
     accesses = {
         fs.index: kube.get("NnfAccess", f"{flow.name}-{fs.index}-servers")

@@ -18,6 +18,13 @@ path. It never composes a path itself: NNF's prefix is a setting of NNF's
 GFS2 and XFS are mounted on a rabbit as one directory per compute node it
 serves, ``<rabbit>-<k>``; which k is a compute's is in that compute's
 ClientMount (``spec.mounts[].device.deviceReference.data``).
+
+A global Lustre file system (``DW_GLOBAL_<name>=<path>`` on the container
+directive) is no NNF mount: as nnf-sos does, the LustreFileSystem whose
+``spec.mountRoot`` the path starts with gives it, mounted at that root
+through the PersistentVolumeClaim the Lustre operator made in the
+Workflow's namespace, ``<lustre>-<its namespace>-<mode>-pvc`` (the mode the
+container profile's ``storages[].pvcMode``, ReadWriteMany by default).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ __all__ = [
     "directories_variable",
     "from_accesses",
     "from_container_data",
+    "from_lustre",
+    "global_names",
     "index_directories",
     "reserved",
 ]
@@ -55,14 +64,17 @@ class RabbitVolume:
     mount_path: str
     # GFS2/XFS: each compute node's directory in the mount, (compute, "<rabbit>-<k>")
     directories: tuple[tuple[str, str], ...] = ()
+    claim: str | None = None  # global Lustre: its PersistentVolumeClaim (command "globaldw")
 
     @property
     def env_name(self) -> str:
-        prefix = "DW_JOB_" if self.command == "jobdw" else "DW_PERSISTENT_"
+        prefix = {"jobdw": "DW_JOB_", "globaldw": "DW_GLOBAL_"}.get(self.command, "DW_PERSISTENT_")
         return prefix + self.name.replace("-", "_")
 
     @property
     def volume_name(self) -> str:
+        if self.command == "globaldw":
+            return f"global-{self.name}"
         return f"rabbit-{self.directive_index}"
 
 
@@ -155,6 +167,71 @@ def from_accesses(
     return found
 
 
+def global_names(flow: Workflow, container_index: int) -> dict[str, tuple[str, str]]:
+    """The global Lustre file systems the container directive names:
+    volume name (``_`` as ``-``) -> (its argument, the path it gives)."""
+    return {
+        key.removeprefix("DW_GLOBAL_").replace("_", "-"): (key, value)
+        for key, value in flow.arguments(container_index)[1].items()
+        if key.startswith("DW_GLOBAL_")
+    }
+
+
+def _lustre_for(path: str, lustres: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """nnf-sos' findLustreFileSystemForPath: the first whose mountRoot the path starts with."""
+    for lustre in lustres:
+        root = (lustre.get("spec") or {}).get("mountRoot")
+        if isinstance(root, str) and root and path.startswith(root):
+            return lustre
+    return None
+
+
+def _pvc_mode(profile: Mapping[str, Any] | None, argument: str) -> str:
+    for storage in (profile or {}).get("storages") or []:
+        if (
+            isinstance(storage, Mapping)
+            and storage.get("name") == argument
+            and storage.get("pvcMode")
+        ):
+            return str(storage["pvcMode"]).lower()
+    return "readwritemany"
+
+
+def from_lustre(
+    flow: Workflow,
+    container_index: int,
+    lustres: Iterable[Mapping[str, Any]],
+    profile: Mapping[str, Any] | None,
+) -> list[RabbitVolume]:
+    """The global Lustre volumes of the container directive, each from the
+    LustreFileSystem that holds its path (``lustres``: every one listed),
+    as nnf-sos mounts them into its own containers."""
+    listed = list(lustres)
+    found = []
+    for name, (argument, path) in sorted(global_names(flow, container_index).items()):
+        lustre = _lustre_for(path, listed)
+        if lustre is None:
+            raise RabbitError(
+                f"{argument}: no LustreFileSystem holds {shown(path)} (none has a spec.mountRoot "
+                "it starts with); name a path of a global Lustre file system"
+            )
+        meta, spec = lustre.get("metadata") or {}, lustre.get("spec") or {}
+        modes = ((spec.get("namespaces") or {}).get(flow.namespace) or {}).get("modes")
+        if not modes:
+            raise RabbitError(
+                f"{argument}: LustreFileSystem {meta.get('name')} is not configured for namespace "
+                f"{flow.namespace} (its spec.namespaces has no modes for it); ask the admin to add it"
+            )
+        root = spec["mountRoot"]
+        if not root.startswith("/"):
+            raise RabbitError(
+                f"LustreFileSystem {meta.get('name')} spec.mountRoot {shown(root)} is relative"
+            )
+        claim = f"{meta.get('name')}-{meta.get('namespace')}-{_pvc_mode(profile, argument)}-pvc"
+        found.append(RabbitVolume(name, "globaldw", container_index, root, claim=claim.lower()))
+    return found
+
+
 def reserved(flow: Workflow) -> list[RabbitVolume]:
     """Stand-ins for the volumes NNF will say where, one per name fluxhop
     may announce for the Workflow (its file systems', and the container
@@ -174,6 +251,8 @@ def reserved(flow: Workflow) -> list[RabbitVolume]:
             found.append(
                 RabbitVolume(name, command, index, MOUNT_ROOT, marks if index in indexed else ())
             )
+        for name in global_names(flow, container):
+            found.append(RabbitVolume(name, "globaldw", container, MOUNT_ROOT, claim="reserved"))
     return found
 
 
