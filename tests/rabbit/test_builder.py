@@ -328,7 +328,7 @@ def test_pods_are_told_their_peers_as_nnf_tells_its_containers(target, workflow)
     env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
     assert env["NNF_CONTAINER_SUBDOMAIN"] == subdomain == "fluxjob-1234"
     assert env["NNF_CONTAINER_DOMAIN"] == "default.svc.hpc.example"
-    assert env["NNF_CONTAINER_HOSTNAMES"].split() == hosts and len(hosts) == 3
+    assert env["NNF_CONTAINER_HOSTNAMES"].split(",") == hosts and len(hosts) == 3  # NNF's commas
 
 
 def test_no_workflow_no_nnf_variables():
@@ -339,14 +339,17 @@ def test_no_workflow_no_nnf_variables():
 def test_a_global_lustre_is_mounted_through_its_claim_where_nnf_mounts_it(workflow):
     flow = workflow_object("#DW jobdw type=gfs2 capacity=10GiB name=scratch",
                            "#DW container name=mpi profile=p DW_JOB_scratch=scratch "
-                           "DW_GLOBAL_home=/lus/home/alice")  # fmt: skip
+                           "DW_GLOBAL_home=/lus/home/alice DW_GLOBAL_mine=/lus/home/bob")  # fmt: skip
+    claim = "home-nnf-system-readwritemany-pvc"
     storage = [
         RabbitVolume("scratch", "jobdw", 0, "/mnt/nnf/u-0"),
-        RabbitVolume("home", "globaldw", 1, "/lus/home", claim="home-nnf-system-readwritemany-pvc"),
+        RabbitVolume("home", "globaldw", 1, "/lus/home", claim=claim),
+        RabbitVolume("mine", "globaldw", 1, "/lus/home", claim=claim),  # the same Lustre
     ]
     spec = build({"rabbit_mount": "/mnt/rabbit"}, workflow=flow, storage=storage)
     env = spec.spec.flux_container.environment
     assert (env["DW_JOB_scratch"], env["DW_GLOBAL_home"]) == ("/mnt/rabbit", "/lus/home")
+    assert env["DW_GLOBAL_mine"] == "/lus/home"
     objects = render(spec, "job")
     for obj in objects:
         validate(obj)

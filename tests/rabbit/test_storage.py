@@ -181,14 +181,14 @@ GLOBAL = Workflow.from_object(
 )
 
 
-def lustre(name, root, namespaces=("jobs",), namespace="nnf-system"):
+def lustre(name, root, namespaces=("jobs",), namespace="nnf-system", modes=("ReadWriteMany",)):
     """A LustreFileSystem as NNF's Lustre operator's CRD has it."""
     return {
         "apiVersion": "lus.cray.hpe.com/v1beta1",
         "kind": "LustreFileSystem",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"name": name[:8], "mgsNids": "10.1.1.1@tcp", "mountRoot": root,
-                 "namespaces": {ns: {"modes": ["ReadWriteMany"]} for ns in namespaces}},
+                 "namespaces": {ns: {"modes": list(modes)} for ns in namespaces}},
     }  # fmt: skip
 
 
@@ -209,9 +209,24 @@ def test_a_global_lustre_is_its_claim_at_its_root():
 
 def test_the_profile_picks_the_claims_mode():
     profile = {"storages": [{"name": "DW_GLOBAL_proj", "pvcMode": "ReadOnlyMany"}]}
-    claims = {v.name: v.claim for v in from_lustre(GLOBAL, 1, LUSTRES, profile)}
+    both = ("ReadWriteMany", "ReadOnlyMany")
+    lustres = [
+        lustre("home", "/lus/home"),
+        lustre("proj", "/lus/proj", namespace="lus", modes=both),
+    ]
+    claims = {v.name: v.claim for v in from_lustre(GLOBAL, 1, lustres, profile)}
     assert claims == {"home-dirs": "home-nnf-system-readwritemany-pvc",
                       "proj": "proj-lus-readonlymany-pvc"}  # fmt: skip
+
+
+def test_a_mode_the_namespace_lacks_is_refused_before_pods_wait_for_its_claim():
+    profile = {"storages": [{"name": "DW_GLOBAL_proj", "pvcMode": "ReadOnlyMany"}]}
+    with pytest.raises(RabbitError) as caught:
+        from_lustre(GLOBAL, 1, [lustre("home", "/lus/home"), lustre("proj", "/lus/proj")], profile)
+    assert str(caught.value) == (
+        "DW_GLOBAL_proj: LustreFileSystem proj has no ReadOnlyMany claim for namespace jobs (its "
+        "modes there: ReadWriteMany); set the container profile's storages[].pvcMode to one of them"
+    )
 
 
 @pytest.mark.parametrize(

@@ -411,7 +411,7 @@ class Kube:
 
         version = resource_version
         attempts = 0
-        while True:
+        while stop is None or not stop.is_set():  # stopped: no new request
             stream = self.client.watch(
                 what.resource,
                 namespace=self.namespace,

@@ -38,11 +38,11 @@ class WatchStop(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self._lock = threading.Lock()
+        self._guard = threading.Lock()
         self._responses: list[httpx2.Response] = []
 
     def attach(self, response: httpx2.Response) -> None:
-        with self._lock:
+        with self._guard:
             if not self.is_set():
                 self._responses = [r for r in self._responses if not r.is_closed]
                 self._responses.append(response)
@@ -51,7 +51,7 @@ class WatchStop(threading.Event):
 
     def set(self) -> None:
         super().set()
-        with self._lock:
+        with self._guard:
             responses, self._responses = self._responses, []
         for response in responses:
             _shut(response)
@@ -63,8 +63,10 @@ def _shut(response: httpx2.Response) -> None:
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     if sock is not None:
+        # the plain socket's shutdown, also for TLS: SSLSocket.shutdown would
+        # unwrap the TLS object under the reading thread's feet
         with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
     else:  # an in-memory transport (tests): closing it is enough
         with contextlib.suppress(Exception):
             response.close()

@@ -59,11 +59,16 @@ def _volumes(
     env["DW_WORKFLOW_NAME"] = workflow.name
     env["DW_WORKFLOW_NAMESPACE"] = workflow.namespace
     on_rabbits = [v for v in storage if v.claim is None]
+    claims: list[str] = []  # one volume per claim: two paths of one Lustre share its root
     for volume in storage:
         if volume.claim is not None:  # global Lustre: its claim, at its root, as everywhere
-            mount = volume.mount_path
-            volumes[volume.volume_name] = {"claimName": volume.claim, "path": mount}
-            env[volume.env_name] = mount
+            if volume.claim not in claims:
+                claims.append(volume.claim)
+                volumes[f"global-{len(claims) - 1}"] = {
+                    "claimName": volume.claim,
+                    "path": volume.mount_path,
+                }
+            env[volume.env_name] = volume.mount_path
             continue
         if request.rabbit_mount is None:
             mount = volume.mount_path
@@ -84,13 +89,13 @@ def _peers(
 ) -> dict[str, str]:
     """What NNF tells its own containers of their peers (nnf-sos'
     ``addEnvVars``): the pods' subdomain (the headless Service, named as the
-    MiniCluster), its domain, and every pod's host name, rank order, as NNF
-    lists an MPI job's launcher and workers."""
+    MiniCluster), its domain, and every pod's host name, rank order and
+    comma-separated, as NNF lists an MPI job's launcher and workers."""
     prefix = pod_host_prefix(name, target)
     return {
         "NNF_CONTAINER_SUBDOMAIN": name,
         "NNF_CONTAINER_DOMAIN": f"{namespace}.svc.{domain}",
-        "NNF_CONTAINER_HOSTNAMES": " ".join(f"{prefix}{rank}" for rank in range(size)),
+        "NNF_CONTAINER_HOSTNAMES": ",".join(f"{prefix}{rank}" for rank in range(size)),
     }
 
 

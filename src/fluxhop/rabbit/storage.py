@@ -73,9 +73,7 @@ class RabbitVolume:
 
     @property
     def volume_name(self) -> str:
-        if self.command == "globaldw":
-            return f"global-{self.name}"
-        return f"rabbit-{self.directive_index}"
+        return f"rabbit-{self.directive_index}"  # a global one's: global-<n> (the builder's)
 
 
 def _mount_path(value: Any, where: str, root: str) -> str:
@@ -178,7 +176,8 @@ def global_names(flow: Workflow, container_index: int) -> dict[str, tuple[str, s
 
 
 def _lustre_for(path: str, lustres: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """nnf-sos' findLustreFileSystemForPath: the first whose mountRoot the path starts with."""
+    """nnf-sos' findLustreFileSystemForPath: the first whose mountRoot the
+    path starts with (a plain prefix, as NNF's: /lus/home2 is /lus/home's)."""
     for lustre in lustres:
         root = (lustre.get("spec") or {}).get("mountRoot")
         if isinstance(root, str) and root and path.startswith(root):
@@ -187,14 +186,13 @@ def _lustre_for(path: str, lustres: Iterable[Mapping[str, Any]]) -> Mapping[str,
 
 
 def _pvc_mode(profile: Mapping[str, Any] | None, argument: str) -> str:
+    """The profile's pvcMode for the argument (the last that names it, as
+    NNF reads them), ReadWriteMany without one."""
+    mode = "ReadWriteMany"
     for storage in (profile or {}).get("storages") or []:
-        if (
-            isinstance(storage, Mapping)
-            and storage.get("name") == argument
-            and storage.get("pvcMode")
-        ):
-            return str(storage["pvcMode"]).lower()
-    return "readwritemany"
+        if isinstance(storage, Mapping) and storage.get("name") == argument:
+            mode = str(storage.get("pvcMode") or mode)
+    return mode
 
 
 def from_lustre(
@@ -227,7 +225,14 @@ def from_lustre(
             raise RabbitError(
                 f"LustreFileSystem {meta.get('name')} spec.mountRoot {shown(root)} is relative"
             )
-        claim = f"{meta.get('name')}-{meta.get('namespace')}-{_pvc_mode(profile, argument)}-pvc"
+        mode = _pvc_mode(profile, argument)
+        if mode.lower() not in [str(m).lower() for m in modes]:
+            raise RabbitError(
+                f"{argument}: LustreFileSystem {meta.get('name')} has no {mode} claim for namespace "
+                f"{flow.namespace} (its modes there: {', '.join(map(str, modes))}); set the container "
+                "profile's storages[].pvcMode to one of them"
+            )
+        claim = f"{meta.get('name')}-{meta.get('namespace')}-{mode}-pvc"
         found.append(RabbitVolume(name, "globaldw", container_index, root, claim=claim.lower()))
     return found
 
