@@ -52,6 +52,11 @@ CONTROLLERS = (
     "disruption-controller",
     "replicaset-controller",
     "deployment-controller",
+    # claims bound to the volumes a test makes (static: no provisioner), and
+    # their protection finalizers removed once no pod uses them
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
 )
 # CoreDNS reads Services, EndpointSlices, pods and namespaces (its upstream ClusterRole).
 COREDNS_RULES = [

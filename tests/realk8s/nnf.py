@@ -31,7 +31,16 @@ from typing import Any
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.dws import DWS_API, NNF_API
 
-__all__ = ["DRIVER", "PROFILE", "PROFILES", "Nnf", "arguments", "container_profile"]
+__all__ = [
+    "DRIVER",
+    "LUS_API",
+    "PROFILE",
+    "PROFILES",
+    "Nnf",
+    "arguments",
+    "container_profile",
+    "lustre_crd",
+]
 
 DRIVER = "nnf"
 PROFILES = "nnf-system"  # NNF_CONTAINER_PROFILE_NAMESPACE in nnf-sos' manager
@@ -55,11 +64,40 @@ def container_profile(name: str = PROFILE, **data: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": PROFILES},
         "data": {
             "createContainer": False,
-            "storages": [{"name": "DW_JOB_scratch", "optional": False}],
+            "storages": [
+                {"name": "DW_JOB_scratch", "optional": False},
+                {"name": "DW_PERSISTENT_project_data", "optional": True},
+                {"name": "DW_GLOBAL_home", "optional": True},
+            ],
             "spec": {"containers": [{"name": "mpi", "image": "host"}]},
             **data,
         },
     }
+
+
+LUS_API = "/apis/lus.cray.hpe.com/v1beta1"
+
+
+def lustre_crd() -> dict[str, Any]:
+    """LustreFileSystem's CRD, as NNF's Lustre operator (lustre-fs-operator,
+    lus.cray.hpe.com/v1beta1) serves it: not in ../shared, so this stands in
+    for it with its names and an open schema; the fields the tests write are
+    the operator's (spec.name, mgsNids, mountRoot, namespaces.<ns>.modes)."""
+    open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "lustrefilesystems.lus.cray.hpe.com"},
+        "spec": {
+            "group": "lus.cray.hpe.com",
+            "scope": "Namespaced",
+            "names": {"kind": "LustreFileSystem", "listKind": "LustreFileSystemList",
+                      "plural": "lustrefilesystems", "singular": "lustrefilesystem"},
+            "versions": [{"name": "v1beta1", "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                              "spec": open_object, "status": open_object}}}}],
+        },
+    }  # fmt: skip
 
 
 def _now() -> str:

@@ -323,3 +323,17 @@ def test_hosts_and_resolv_conf_as_the_kubelet_writes_them():
         resolv_conf(custom, "198.19.0.1", "cluster.local")
         == "nameserver 9.9.9.9\noptions ndots:2\n"
     )
+
+
+def test_a_claim_is_its_bound_volumes_path_and_waits_until_bound():
+    p = pod(
+        volumes=[{"name": "lus", "persistentVolumeClaim": {"claimName": "c", "readOnly": True}}]
+    )
+    (volume,) = plan(p, lambda *_: None, lambda *_: "", {}, lambda claim: f"/lus/{claim}")
+    assert (volume.kind, volume.host_path, volume.read_only) == ("hostPath", "/lus/c", True)
+
+    def unbound(claim: str) -> str:
+        raise VolumeError(f"persistentvolumeclaim {claim!r} is not bound yet")
+
+    with pytest.raises(VolumeError, match="not bound yet"):
+        plan(p, lambda *_: None, lambda *_: "", {}, unbound)

@@ -1,17 +1,26 @@
 """A rabbit MiniCluster on DWS's real Workflow machine (issue #36 item 2):
 the workload manager (tests/realk8s/wlm.py) takes a job's Workflow through
-its states, NNF's side (tests/realk8s/nnf.py) mounts a GFS2 file system on
-the rabbits (two of the test cluster's nodes, labelled as NNF labels its
-rabbits) and writes NnfContainerData for the ``#DW container`` directive,
+its states, NNF's side (tests/realk8s/nnf.py) mounts a GFS2 file system and
+a persistent (Lustre) one on the rabbits (two of the test cluster's nodes,
+labelled as NNF labels its rabbits) and writes NnfContainerData for the
+``#DW container`` directive,
 and fluxhop's hooks run at Setup (checks), PreRun (creates the MiniCluster
 mounting what NNF listed, returns once it is up), PostRun (rank 0's exit
 code and log, then deletes it) and Teardown (nothing left). The
 brokers are real Flux; the file each task writes under ``$DW_JOB_scratch``
-lands in the host directory NNF's side made for the file system."""
+(and ``$DW_PERSISTENT_project_data``) lands in the host directory NNF's side
+made for the file system. Then: bad NNF data, the NnfAccess fallback, a
+crash and retry at each hook, a MiniCluster not up in the profile's time,
+and a global Lustre file system mounted through its claim."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +31,9 @@ from fluxhop.rabbit.policy import Owner
 from tests.realk8s.api import Api
 from tests.realk8s.cleanup import RUN_DIR
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.dws import Dws
-from tests.realk8s.nnf import PROFILE
+from tests.realk8s.controllers import established
+from tests.realk8s.dws import NNF_API, Dws
+from tests.realk8s.nnf import LUS_API, PROFILE, PROFILES, container_profile, lustre_crd
 from tests.realk8s.tools import eventually
 from tests.realk8s.wlm import Wlm, rabbit_machine
 
@@ -35,11 +45,17 @@ RABBIT_LABEL = "cray.nnf.node"
 OWNER = Owner(uid=0, gid=0, user="root", groups=())
 SCRATCH = "#DW jobdw type=gfs2 capacity=10GiB name=scratch"
 CONTAINER = f"#DW container name=mpi profile={PROFILE} DW_JOB_scratch=scratch"
+PERSISTENT = "#DW persistentdw name=project-data"  # Lustre, as NNF's side makes it
+BOTH = f"{CONTAINER} DW_PERSISTENT_project_data=project-data"
 # each task leaves a file named after its pod where NNF mounted the file system,
 # and says which directory of it is each compute node's
 COMMAND = (
     'sh -c \'hostname > "$DW_JOB_scratch/$(hostname)"; echo "wrote $DW_JOB_scratch"; '
-    'echo "dirs $DW_JOB_scratch_DIRECTORIES"\''
+    'hostname > "$DW_PERSISTENT_project_data/$(hostname)"; '
+    'echo "dirs $DW_JOB_scratch_DIRECTORIES"; echo "peers $NNF_CONTAINER_HOSTNAMES"; '
+    'for h in $(echo "$NNF_CONTAINER_HOSTNAMES" | tr , " "); do '
+    'getent hosts "$h.$NNF_CONTAINER_SUBDOMAIN.$NNF_CONTAINER_DOMAIN" >/dev/null && echo "resolves $h"; '
+    "done'"
 )
 
 
@@ -106,7 +122,7 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
         assert on_teardown(flow, client, saved.append) is False  # PostRun left nothing
 
     try:
-        machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
+        machine.create(name, [SCRATCH, PERSISTENT, BOTH], uid=OWNER.uid, gid=OWNER.gid)
         flow = machine.run(name, {"Setup": setup, "PreRun": pre_run, "Teardown": teardown},
                            before={"PostRun": post_run})  # fmt: skip
     finally:
@@ -114,8 +130,13 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     server = machine.nnf.server_path(flow, 0)
     pods = sorted(p.name for p in server.iterdir() if not p.name.startswith("node-"))
     assert pods == [f"{name}-0", f"{name}-1"], sorted(server.iterdir())
+    persistent = machine.nnf.server_path(flow, 1)  # the persistent file system, where NNF put it
+    assert sorted(p.name for p in persistent.iterdir()) == pods
     assert f"wrote {server}" in saved[0]
     assert "dirs compute-1=node-a-0 compute-2=node-a-1 compute-3=node-b-0" in saved[0], saved
+    # NNF_CONTAINER_*: the pods that wrote the files, each resolvable by its peers
+    assert f"peers {','.join(pods)}" in saved[0], saved
+    assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
     assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",
@@ -202,4 +223,197 @@ def test_without_a_container_directive_each_servers_access_says_where(
     server = machine.nnf.server_path(flow, 0)
     assert sorted(p.name for p in server.iterdir()) == [f"{name}-0", f"{name}-1"]
     assert "local none" in saved[0], saved
+    machine.finish(name)
+
+
+# PreRun in a process of its own, as the workload manager's service runs it:
+# the test kills it mid-way (a crash) and calls the hook again (the retry)
+PRE_RUN = """
+import json, sys
+import fluxhop
+from fluxhop.rabbit.hooks import on_pre_run
+from fluxhop.rabbit.policy import Owner
+a = json.loads(sys.argv[1])
+with fluxhop.Client(namespace=a["namespace"], kubeconfig=a["kubeconfig"]) as client:
+    on_pre_run(a["jobspec"], a["flow"], a["rabbits"], Owner(**a["owner"]), client,
+               cxi_resource=None, mount_root=a["root"])
+"""
+
+
+def made(admin: Api, ns: str, name: str) -> dict[str, str]:
+    """Kind -> UID of each object the MiniCluster is made of, and its pods."""
+    kinds = {"Job": f"/apis/batch/v1/namespaces/{ns}/jobs/{name}",
+             "Secret": f"/api/v1/namespaces/{ns}/secrets/{name}-flux-curve",
+             "Service": f"/api/v1/namespaces/{ns}/services/{name}"}  # fmt: skip
+    found = {kind: admin.find(path) for kind, path in kinds.items()}
+    uids = {kind: obj["metadata"]["uid"] for kind, obj in found.items() if obj is not None}
+    pods = admin.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"job-name={name}")["items"]
+    uids.update({p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
+    return uids
+
+
+def test_a_crash_and_retry_at_each_hook_creates_nothing_twice(cluster: LocalCluster, machine: Wlm,
+                                                              admin: Api):  # fmt: skip
+    """Setup and Teardown twice; PreRun killed while it waits for the pods
+    (the objects made, the pods not yet up), then called again, and again
+    once it returned; PostRun twice. One of each object throughout, the
+    CURVE key never replaced, the job's code once."""
+    name, ns = "fluxjob-crash", machine.namespace
+    jobspec = rabbit_job("hostname")
+    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
+    saved: list[str] = []
+    codes: list[int | None] = []
+    first: dict[str, str] = {}
+    root = str(machine.nnf.prefix)
+
+    def setup(flow: dict[str, Any]) -> None:
+        assert [on_setup(jobspec, flow, RABBITS, OWNER) for _ in range(2)] == [name, name]
+
+    def pre_run(flow: dict[str, Any]) -> None:
+        argument = json.dumps({
+            "namespace": ns, "kubeconfig": str(cluster.admin_kubeconfig), "jobspec": jobspec,
+            "flow": flow, "rabbits": RABBITS, "root": root,
+            "owner": {"uid": OWNER.uid, "gid": OWNER.gid, "user": OWNER.user, "groups": []}})  # fmt: skip
+        child = subprocess.Popen([sys.executable, "-c", PRE_RUN, argument])
+        try:
+            eventually("the crashing PreRun made its Job",
+                       lambda: admin.find(f"/apis/batch/v1/namespaces/{ns}/jobs/{name}"), 120)  # fmt: skip
+            assert child.poll() is None, "PreRun returned before the crash"
+        finally:
+            child.kill()
+            child.wait()
+        first.update(made(admin, ns, name))
+        secret = admin.get(f"/api/v1/namespaces/{ns}/secrets/{name}-flux-curve")["data"]
+        for _ in range(2):  # the retry, then a retry of a PreRun that had finished
+            assert on_pre_run(jobspec, flow, RABBITS, OWNER, client, cxi_resource=None,
+                              mount_root=root) == name  # fmt: skip
+            now = made(admin, ns, name)
+            assert {k: now[k] for k in ("Job", "Secret", "Service")} == {
+                k: first[k] for k in ("Job", "Secret", "Service")}  # fmt: skip
+            assert len(now) == 3 + len(RABBITS), now  # one pod per rank, none twice
+        assert admin.get(f"/api/v1/namespaces/{ns}/secrets/{name}-flux-curve")["data"] == secret
+
+    def post_run(flow: dict[str, Any]) -> None:
+        client.wait(name, timeout=300)
+        codes.extend(on_post_run(flow, client, saved.append) for _ in range(2))
+
+    def teardown(flow: dict[str, Any]) -> None:
+        assert [on_teardown(flow, client, saved.append) for _ in range(2)] == [False, False]
+
+    try:
+        machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
+        machine.run(name, {"Setup": setup, "PreRun": pre_run, "Teardown": teardown},
+                    before={"PostRun": post_run})  # fmt: skip
+    finally:
+        client.close()
+    assert first and codes == [0, None] and len(saved) == 1, (first, codes, saved)
+    assert made(admin, ns, name) == {}
+    machine.finish(name)
+
+
+def test_a_minicluster_not_up_within_the_profiles_timeout_is_one_line_and_deleted(
+    cluster: LocalCluster, machine: Wlm, admin: Api
+):
+    """The container profile gives PreRun 5 s; the MiniCluster's pods can
+    never be placed (rabbits no node is): one line saying so, and nothing
+    left of it."""
+    name, ns, profile = "fluxjob-late", machine.namespace, "fluxhop-mpi-5s"
+    admin.apply(f"{NNF_API}/namespaces/{PROFILES}/nnfcontainerprofiles/{profile}",
+                container_profile(profile, preRunTimeoutSeconds=5), "test")  # fmt: skip
+    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
+    seen: list[str] = []
+
+    def pre_run(flow: dict[str, Any]) -> None:
+        with pytest.raises(fluxhop.errors.FluxhopError) as caught:
+            on_pre_run(rabbit_job("hostname"), flow, ("no-such-rabbit-1", "no-such-rabbit-2"),
+                       OWNER, client, cxi_resource=None, mount_root=str(machine.nnf.prefix))  # fmt: skip
+        seen.append(str(caught.value))
+
+    container = f"#DW container name=mpi profile={profile} DW_JOB_scratch=scratch"
+    try:
+        machine.create(name, [SCRATCH, container], uid=OWNER.uid, gid=OWNER.gid)
+        machine.run(name, {"PreRun": pre_run}, until="PreRun")
+    finally:
+        client.close()
+    assert len(seen) == 1 and "\n" not in seen[0], seen
+    assert "timed out after 5s" in seen[0] and "preRunTimeoutSeconds" in seen[0], seen
+    assert seen[0].endswith("the MiniCluster is deleted"), seen
+    eventually("nothing left of the MiniCluster", lambda: made(admin, ns, name) == {}, 60)
+    machine.finish(name)
+
+
+@pytest.fixture
+def global_lustre(cluster: LocalCluster, machine: Wlm, admin: Api) -> Iterator[Path]:
+    """A global Lustre file system as NNF's Lustre operator presents it to
+    the Workflow's namespace: a LustreFileSystem (``home``, in NNF's
+    namespace) whose mountRoot is a host directory standing in for the
+    Lustre mount, and the claim the operator makes for that namespace,
+    ``home-nnf-system-readwritemany-pvc``, bound to a volume at that root."""
+    root, ns = RUN_DIR / "lustre", machine.namespace
+    root.mkdir(parents=True, exist_ok=True)
+    crd = lustre_crd()
+    pv = f"lustre-home-{ns}"
+    admin.apply(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}",
+                crd, "test")  # fmt: skip
+    eventually("the LustreFileSystem CRD established", lambda: established(admin, crd))
+    admin.create(f"{LUS_API}/namespaces/{PROFILES}/lustrefilesystems", {
+        "apiVersion": "lus.cray.hpe.com/v1beta1", "kind": "LustreFileSystem",
+        "metadata": {"name": "home"},
+        "spec": {"name": "home", "mgsNids": "10.0.0.1@tcp", "mountRoot": str(root),
+                 "namespaces": {ns: {"modes": ["ReadWriteMany"]}}}})  # fmt: skip
+    claim = "home-nnf-system-readwritemany-pvc"
+    admin.create("/api/v1/persistentvolumes", {
+        "metadata": {"name": pv},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                 "storageClassName": "", "hostPath": {"path": str(root), "type": "Directory"},
+                 "claimRef": {"namespace": ns, "name": claim}}})  # fmt: skip
+    admin.create(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", {
+        "metadata": {"name": claim},
+        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv,
+                 "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
+    eventually("the claim bound (the PV controller)",
+               lambda: admin.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}")
+               ["status"].get("phase") == "Bound", 60)  # fmt: skip
+    try:
+        yield root
+    finally:
+        admin.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}")
+        admin.delete(f"/api/v1/persistentvolumes/{pv}")
+        admin.delete(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        )
+        eventually("the claim's volume gone",
+                   lambda: admin.find(f"/api/v1/persistentvolumes/{pv}") is None, 60)  # fmt: skip
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_global_lustre_is_mounted_through_its_claim_at_its_root(
+    cluster: LocalCluster, machine: Wlm, global_lustre: Path
+):
+    """``DW_GLOBAL_home=<root>/alice`` on the container directive: NNF lists
+    no volume for it; fluxhop finds the LustreFileSystem holding the path
+    and mounts its claim at the mount root, announced as NNF announces it.
+    What each task writes there lands in the Lustre stand-in."""
+    name, ns = "fluxjob-global", machine.namespace
+    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
+    saved: list[str] = []
+    command = ('sh -c \'mkdir -p "$DW_GLOBAL_home/alice"; '
+               'hostname > "$DW_GLOBAL_home/alice/$(hostname)"; echo "global $DW_GLOBAL_home"\'')  # fmt: skip
+    container = f"{CONTAINER} DW_GLOBAL_home={global_lustre}/alice"
+
+    def pre_run(flow: dict[str, Any]) -> None:
+        on_pre_run(rabbit_job(command), flow, RABBITS, OWNER, client, cxi_resource=None,
+                   mount_root=str(machine.nnf.prefix))  # fmt: skip
+
+    def post_run(flow: dict[str, Any]) -> None:
+        client.wait(name, timeout=300)
+        assert on_post_run(flow, client, saved.append) == 0
+
+    try:
+        machine.create(name, [SCRATCH, container], uid=OWNER.uid, gid=OWNER.gid)
+        machine.run(name, {"PreRun": pre_run}, before={"PostRun": post_run}, until="PostRun")
+    finally:
+        client.close()
+    assert sorted(p.name for p in (global_lustre / "alice").iterdir()) == [f"{name}-0", f"{name}-1"]
+    assert f"global {global_lustre}" in saved[0], saved
     machine.finish(name)

@@ -131,6 +131,25 @@ class PodWorker(threading.Thread):
             return None
         return vol.decode_config_map(obj) if kind == "ConfigMap" else vol.decode_secret(obj)
 
+    def _claim_path(self, name: str) -> str:
+        """The path of the PersistentVolume bound to claim ``name`` (what the
+        Node authorizer lets a kubelet read: its pods' claims and their volumes)."""
+        claim = self.kubelet.api.find(
+            f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims/{name}"
+        )
+        if claim is None:
+            raise vol.VolumeError(f"persistentvolumeclaim {name!r} not found")
+        bound = (claim.get("spec") or {}).get("volumeName")
+        if (claim.get("status") or {}).get("phase") != "Bound" or not bound:
+            raise vol.VolumeError(f"persistentvolumeclaim {name!r} is not bound yet")
+        source = self.kubelet.api.get(f"/api/v1/persistentvolumes/{bound}")["spec"]
+        path = (source.get("hostPath") or source.get("local") or {}).get("path")
+        if not path:
+            raise vol.VolumeError(
+                f"persistentvolume {bound}: only hostPath and local are simulated"
+            )
+        return str(path)
+
     def _lookup_env(self, kind: str, name: str, _key: str | None) -> dict[str, str] | None:
         data = self._lookup_object(kind, name)
         return None if data is None else {k: v.decode(errors="replace") for k, v in data.items()}
@@ -156,7 +175,7 @@ class PodWorker(threading.Thread):
     def _prepare(self) -> dict[str, Any]:
         """Volumes and container specs; raises what keeps the pod waiting."""
         pod, allocatable = self.pod, self.kubelet.allocatable
-        planned = vol.plan(pod, self._lookup_object, self._token, allocatable)
+        planned = vol.plan(pod, self._lookup_object, self._token, allocatable, self._claim_path)
         fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
         shutil.rmtree(self.directory / "volumes", ignore_errors=True)
         paths, tmpfs = {}, []

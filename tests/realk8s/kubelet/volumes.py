@@ -8,10 +8,14 @@ directory, ``..data`` pointing at it, and each top-level name a symlink
 through ``..data``; an ``fsGroup`` owns them and, as the kubelet's
 SetVolumeOwnership does, gets read access (0440 added to each mode).
 emptyDir is a directory (tmpfs for ``medium: Memory``, mounted by the pod
-sandbox), hostPath the host's own path.
+sandbox), hostPath the host's own path, and a persistentVolumeClaim the
+path of the PersistentVolume bound to it (``hostPath`` or ``local``: the
+volume is already on the node, as a Lustre mount or a local disk is; until
+the claim is bound the pod waits, as the kubelet's volume manager waits).
 
 Not simulated: updates of ConfigMap and Secret volumes while the pod runs,
-persistent volumes, CSI, ephemeral volumes, image volumes.
+attached or provisioned persistent volumes, CSI, ephemeral volumes, image
+volumes.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Volume:
 
 Lookup = Callable[[str, str], dict[str, bytes] | None]
 TokenRequest = Callable[[str, list[str], int], str]
+ClaimPath = Callable[[str], str]  # a claim's bound volume's path on the node (or VolumeError)
 
 
 def _items(
@@ -132,8 +137,16 @@ def _projected(
     return files
 
 
+def _no_claims(name: str) -> str:
+    raise VolumeError(f"persistentVolumeClaim {name}: no claims on this node")
+
+
 def plan(
-    pod: dict[str, Any], lookup: Lookup, token: TokenRequest, allocatable: dict[str, str]
+    pod: dict[str, Any],
+    lookup: Lookup,
+    token: TokenRequest,
+    allocatable: dict[str, str],
+    claim_path: ClaimPath = _no_claims,
 ) -> list[Volume]:
     """What the node must prepare for each of the pod's volumes."""
     out = []
@@ -145,6 +158,10 @@ def plan(
             out.append(Volume(name, "emptyDir", tmpfs=tmpfs))
         elif "hostPath" in volume:
             out.append(Volume(name, "hostPath", host_path=volume["hostPath"]["path"]))
+        elif "persistentVolumeClaim" in volume:
+            source = volume["persistentVolumeClaim"]
+            out.append(Volume(name, "hostPath", host_path=claim_path(source["claimName"]),
+                              read_only=bool(source.get("readOnly"))))  # fmt: skip
         elif "configMap" in volume:
             source = volume["configMap"]
             files = _object_files(
