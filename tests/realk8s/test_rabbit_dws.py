@@ -34,7 +34,7 @@ from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import established
 from tests.realk8s.dws import NNF_API, Dws
 from tests.realk8s.nnf import LUS_API, PROFILE, PROFILES, container_profile, lustre_crd
-from tests.realk8s.tools import eventually
+from tests.realk8s.tools import FLUXHOP, command_env, eventually
 from tests.realk8s.wlm import Wlm, rabbit_machine
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -416,4 +416,34 @@ def test_a_global_lustre_is_mounted_through_its_claim_at_its_root(
         client.close()
     assert sorted(p.name for p in (global_lustre / "alice").iterdir()) == [f"{name}-0", f"{name}-1"]
     assert f"global {global_lustre}" in saved[0], saved
+    machine.finish(name)
+
+
+def test_hop_with_the_workflow_mounts_what_pre_run_would(cluster: LocalCluster, machine: Wlm):
+    """``fluxhop hop --workflow NAME`` on a Workflow at PreRun reads the same
+    objects the hook reads: the à-la-carte MiniCluster mounts the GFS2 file
+    system where NNF listed it, with its directory map."""
+    name, ns = "fluxjob-hop", machine.namespace
+    machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
+    flow = machine.run(name, until="PreRun")
+    argv = [str(FLUXHOP), "hop", "--workflow", name, "--namespace", ns, "--rabbits", ",".join(RABBITS),
+            "--nnf-mount-root", str(machine.nnf.prefix), "--name", "by-hand", "--dry-run",
+            "--output", "json"]  # fmt: skip
+    done = subprocess.run(
+        argv, env=command_env(cluster), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    objects = json.loads(done.stdout)["items"]  # a List, as kubectl prints one
+    job = next(o for o in objects if o["kind"] == "Job")
+    template = job["spec"]["template"]["spec"]
+    path = str(machine.nnf.server_path(flow, 0))
+    assert {"name": "rabbit-0", "hostPath": {"path": path, "type": "Directory"}} in template[
+        "volumes"
+    ]
+    env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
+    assert env["DW_JOB_scratch"] == path
+    assert (
+        env["DW_JOB_scratch_DIRECTORIES"]
+        == "compute-1=node-a-0 compute-2=node-a-1 compute-3=node-b-0"
+    )
     machine.finish(name)

@@ -17,12 +17,12 @@ import click
 
 from fluxhop.cli.common import echo_objects, output_option, shortened, target_option
 from fluxhop.cli.kubeopts import connect, kube_options
-from fluxhop.cli.params import DOMAIN, KUBE_NAME
+from fluxhop.cli.params import ABSOLUTE, DOMAIN, KUBE_NAME
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import InputError, clipped
 from fluxhop.rabbit.nnf import read_nnf
 from fluxhop.rabbit.request import CXI_RESOURCE, DEFAULT_IMAGE, KEYS, RabbitRequest
-from fluxhop.rabbit.storage import RabbitVolume
+from fluxhop.rabbit.storage import MOUNT_ROOT, RabbitVolume
 from fluxhop.rabbit.workflow import Workflow
 from fluxhop.render import render
 from fluxhop.spec.flags import parse_env
@@ -94,7 +94,9 @@ def _in_flag_terms() -> Iterator[None]:
             warnings.warn(text, warning.category, stacklevel=3)
 
 
-def _workflow_storage(ops: MiniClusters, name: str) -> tuple[Workflow, list[RabbitVolume]]:
+def _workflow_storage(
+    ops: MiniClusters, name: str, mount_root: str
+) -> tuple[Workflow, list[RabbitVolume]]:
     """The Workflow and its file systems where NNF mounted them, read as
     the PreRun hook reads them: an à-la-carte MiniCluster gets the same mounts."""
     found = ops.kube.get("Workflow", name)
@@ -107,7 +109,7 @@ def _workflow_storage(ops: MiniClusters, name: str) -> tuple[Workflow, list[Rabb
     problem = flow.owner_problem(os.getuid(), os.getgid())
     if problem:
         raise InputError(f"--workflow {name}: {problem}")
-    return flow, read_nnf(ops.kube, flow, os.getuid(), os.getgid()).storage
+    return flow, read_nnf(ops.kube, flow, os.getuid(), os.getgid(), mount_root).storage
 
 
 def summary(spec: MiniCluster, request: RabbitRequest) -> str:
@@ -156,6 +158,13 @@ def summary(spec: MiniCluster, request: RabbitRequest) -> str:
     help="A DWS Workflow whose file systems to mount, where NNF mounted them (in --namespace).",
 )
 @click.option(
+    "--nnf-mount-root",
+    type=ABSOLUTE,
+    default=MOUNT_ROOT,
+    show_default=True,
+    help="Where NNF mounts file systems on the rabbits (its SERVER_MOUNT_PREFIX), for --workflow.",
+)
+@click.option(
     "--cxi-resource",
     default=CXI_RESOURCE,
     show_default=True,
@@ -187,6 +196,7 @@ def hop_command(
     pull_secret,
     name,
     workflow,
+    nnf_mount_root,
     cxi_resource,
     target,
     cluster_domain,
@@ -221,7 +231,7 @@ def hop_command(
                                    namespace=namespace or "default", uid=os.getuid(),
                                    gid=os.getgid(), cxi_resource=cxi_resource)  # fmt: skip
     ops = connect(kubeconfig, context, namespace) if workflow else None
-    flow, storage = _workflow_storage(ops, workflow) if ops else (None, [])
+    flow, storage = _workflow_storage(ops, workflow, nnf_mount_root) if ops else (None, [])
     with _in_flag_terms():
         spec = request.to_minicluster(
             request.rabbits or (),

@@ -16,7 +16,7 @@ from fluxhop.errors import shown
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.rules import dns_subdomain_problem
 
-__all__ = ["COUNT", "DOMAIN", "FILE", "KUBE_NAME", "URL", "Seconds"]
+__all__ = ["ABSOLUTE", "COUNT", "DOMAIN", "FILE", "KUBE_NAME", "URL", "Seconds"]
 
 
 class _Checked(click.ParamType):
@@ -32,8 +32,13 @@ class _Checked(click.ParamType):
         return text
 
 
+def _absolute_problem(text: str) -> str | None:
+    return None if text.startswith("/") else "is not an absolute path"
+
+
 KUBE_NAME = _Checked("name", dns_label_problem)
 DOMAIN = _Checked("domain", dns_subdomain_problem)
+ABSOLUTE = _Checked("path", _absolute_problem)
 
 
 class Seconds(click.ParamType):
