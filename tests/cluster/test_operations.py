@@ -114,6 +114,21 @@ def test_reapplying_an_unchanged_spec_changes_nothing_and_keeps_the_key(fake, op
     assert "APPLY secrets/demo-flux-curve" not in fake.seen()
 
 
+def test_a_create_killed_after_its_root_gets_its_key_on_the_retry(fake, ops):
+    """A process killed between the root and its children (no undo runs)
+    left no CURVE Secret: the retry makes it (and never replaces one)."""
+    fake.schedulable = False
+    ops.create(spec())
+    ops.kube.delete("Secret", "demo-flux-curve")  # as if the kill came before it
+    fake.requests.clear()
+    ops.create(spec())
+    assert fake.get("Secret", "demo-flux-curve") is not None
+    assert "POST secrets" in fake.seen()
+    kept = fake.get("Secret", "demo-flux-curve")["data"]
+    ops.create(spec())
+    assert fake.get("Secret", "demo-flux-curve")["data"] == kept
+
+
 def written(obj: dict) -> dict:
     """The parts of an object fluxhop writes (the controllers write its status)."""
     meta = obj["metadata"]

@@ -11,6 +11,7 @@ volume it mounts is there, and fluxhop applies both right after the root.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -110,10 +111,14 @@ class MiniClusters(Waiting):
             root = existing if existing is not None and same_owners else self.kube.apply(root_obj)
             reference = owner_reference(root)
             for obj in objects[:-1]:
-                if existing is not None and obj["kind"] == "Secret":
-                    continue  # the CURVE key is created once, never rotated by a re-apply
                 child = copy.deepcopy(obj)
                 child["metadata"]["ownerReferences"] = [reference]
+                if existing is not None and obj["kind"] == "Secret":
+                    # the CURVE key is created once, never rotated by a re-apply;
+                    # made now only if an interrupted create never got to it
+                    with contextlib.suppress(AlreadyExists):
+                        self.kube.create(child)
+                    continue
                 self.kube.apply(child)
         except BaseException as err:
             # Once the root's apply is sent it may have been committed, even when
