@@ -193,20 +193,13 @@ def test_bad_nnf_data_is_one_line_and_makes_nothing(cluster: LocalCluster, machi
     machine.finish(name)
 
 
-def test_without_a_container_directive_each_servers_access_says_where(
-    cluster: LocalCluster, machine: Wlm
-):
-    """No ``#DW container`` directive: a Lustre file system is mounted from
-    its ``-servers`` NnfAccess mountPath, and an XFS one (per compute, not
-    mountable twice) gets no volume."""
-    name, ns = "fluxjob-3", machine.namespace
-    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
+def run_to_post_run(cluster: LocalCluster, machine: Wlm, name: str, directives: list[str],
+                    command: str) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """A job's Workflow to PostRun: its MiniCluster made at PreRun, its end
+    waited for and PostRun's hook called (exit code 0 asserted) before
+    PostRun is asked for. Returns the Workflow and the log's tail kept."""
+    client = fluxhop.Client(namespace=machine.namespace, kubeconfig=cluster.admin_kubeconfig)
     saved: list[str] = []
-    command = 'sh -c \'hostname > "$DW_JOB_big/$(hostname)"; echo "local ${DW_JOB_local:-none}"\''
-    directives = [
-        "#DW jobdw type=lustre capacity=1TiB name=big",
-        "#DW jobdw type=xfs capacity=1GiB name=local",
-    ]
 
     def pre_run(flow: dict[str, Any]) -> None:
         on_pre_run(rabbit_job(command), flow, RABBITS, OWNER, client, cxi_resource=None,
@@ -221,6 +214,22 @@ def test_without_a_container_directive_each_servers_access_says_where(
         flow = machine.run(name, {"PreRun": pre_run}, before={"PostRun": post_run}, until="PostRun")
     finally:
         client.close()
+    return flow, saved
+
+
+def test_without_a_container_directive_each_servers_access_says_where(
+    cluster: LocalCluster, machine: Wlm
+):
+    """No ``#DW container`` directive: a Lustre file system is mounted from
+    its ``-servers`` NnfAccess mountPath, and an XFS one (per compute, not
+    mountable twice) gets no volume."""
+    name = "fluxjob-3"
+    command = 'sh -c \'hostname > "$DW_JOB_big/$(hostname)"; echo "local ${DW_JOB_local:-none}"\''
+    directives = [
+        "#DW jobdw type=lustre capacity=1TiB name=big",
+        "#DW jobdw type=xfs capacity=1GiB name=local",
+    ]
+    flow, saved = run_to_post_run(cluster, machine, name, directives, command)
     server = machine.nnf.server_path(flow, 0)
     assert sorted(p.name for p in server.iterdir()) == [f"{name}-0", f"{name}-1"]
     assert "local none" in saved[0], saved
@@ -410,26 +419,11 @@ def test_a_global_lustre_is_mounted_through_its_claim_at_its_root(
     no volume for it; fluxhop finds the LustreFileSystem holding the path
     and mounts its claim at the mount root, announced as NNF announces it.
     What each task writes there lands in the Lustre stand-in."""
-    name, ns = "fluxjob-global", machine.namespace
-    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
-    saved: list[str] = []
+    name = "fluxjob-global"
     command = ('sh -c \'mkdir -p "$DW_GLOBAL_home/alice"; '
                'hostname > "$DW_GLOBAL_home/alice/$(hostname)"; echo "global $DW_GLOBAL_home"\'')  # fmt: skip
     container = f"{CONTAINER} DW_GLOBAL_home={global_lustre}/alice"
-
-    def pre_run(flow: dict[str, Any]) -> None:
-        on_pre_run(rabbit_job(command), flow, RABBITS, OWNER, client, cxi_resource=None,
-                   mount_root=str(machine.nnf.prefix))  # fmt: skip
-
-    def post_run(flow: dict[str, Any]) -> None:
-        client.wait(name, timeout=300)
-        assert on_post_run(flow, client, saved.append) == 0
-
-    try:
-        machine.create(name, [SCRATCH, container], uid=OWNER.uid, gid=OWNER.gid)
-        machine.run(name, {"PreRun": pre_run}, before={"PostRun": post_run}, until="PostRun")
-    finally:
-        client.close()
+    _, saved = run_to_post_run(cluster, machine, name, [SCRATCH, container], command)
     assert sorted(p.name for p in (global_lustre / "alice").iterdir()) == [f"{name}-0", f"{name}-1"]
     assert f"global {global_lustre}" in saved[0], saved
     machine.finish(name)
