@@ -724,7 +724,7 @@ class FakeAPIServer:
             if (kind, namespace, name) in self.store:
                 return status(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
             body.setdefault("metadata", {})["namespace"] = namespace
-            body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now())
+            body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
             try:
                 validate(body)
             except SchemaError as err:
