@@ -318,6 +318,9 @@ class FakeAPIServer:
         # whose requests RBAC judges (their bearer token); None: everyone's
         self.rbac_token: str | None = None
         self.step_delay = 0.005
+        # whether a running pod's readinessProbe passes (False: its Flux
+        # instance never comes up, as when a broker cannot join)
+        self.pods_ready = True
         # pods/exec (tests/cluster/fakeexec.py): (pod, container, argv) ->
         # (exit code, stdout, stderr); None: exec answers 400 as for no container
         self.exec_runner: Callable[[str, str, list[str]], tuple[int, str, str]] | None = None
@@ -1335,6 +1338,7 @@ class FakeAPIServer:
             state["containerStatuses"] = [
                 {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}
             ]
+            self._set_ready(pod, self.pods_ready)
             self._bump("MODIFIED", "Pod", namespace, pod)
             return
         index = self._pod_index(pod)
@@ -1342,6 +1346,8 @@ class FakeAPIServer:
             return  # workers finish when the lead does (the instance shuts down)
         if index == 0 and self._interactive(pod):
             return  # an interactive instance stays up until it is deleted
+        if not self.pods_ready:
+            return  # an instance that never comes up never starts its command
         outcome = self.runner(pod, index)
         if outcome is None:
             return  # still running (the runner may have written log lines)
@@ -1349,7 +1355,17 @@ class FakeAPIServer:
         self.logs.setdefault((namespace, pod["metadata"]["name"]), []).extend(lines)
         self._terminate(namespace, pod, code)
 
+    @staticmethod
+    def _set_ready(pod: dict[str, Any], ready: bool) -> None:
+        """The kubelet's Ready condition (its readinessProbe passing, or not)."""
+        conditions = [c for c in pod["status"]["conditions"] if c["type"] != "Ready"]
+        conditions.append({"type": "Ready", "status": "True" if ready else "False"})
+        pod["status"]["conditions"] = conditions
+        for status in pod["status"].get("containerStatuses", []):
+            status["ready"] = ready
+
     def _terminate(self, namespace: str, pod: dict[str, Any], code: int) -> None:
+        self._set_ready(pod, False)
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
         name = pod["spec"]["containers"][0]["name"]
         pod["status"]["containerStatuses"] = [

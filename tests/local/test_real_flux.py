@@ -6,11 +6,15 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from fluxhop.local.instance import LocalInstance
+from fluxhop.spec.minicluster import MiniCluster
+from tests.documents import minicluster_doc
 from tests.local.fakeflux import job
 from tests.realflux import flux_prefix, missing_flux
 
@@ -50,3 +54,47 @@ def test_hostname_on_four_ranks(short_tmp):
 def test_a_failing_command_gives_its_exit_code(short_tmp):
     spec = job(["sh", "-c", "exit 3"], nodes=4, tasks=4, name="real")
     assert LocalInstance(spec, stdout=io.StringIO(), stderr=io.StringIO()).run() == 3
+
+
+def test_the_readiness_probe_waits_for_every_broker(short_tmp):
+    # the pods' readinessProbe (ready.sh) against real brokers: rank 0 is not
+    # ready while a worker has not joined, and is once the instance runs
+    gate = Path(short_tmp) / "gate"
+    os.mkfifo(gate)
+    doc = minicluster_doc(
+        "probe",
+        size=2,
+        tasks=2,
+        containers=[
+            {
+                "image": "local",
+                "command": "sleep 600",
+                "commands": {"workerPre": f"read -r _ <{gate}\n"},  # held until the test writes
+            }
+        ],
+    )
+    instance = LocalInstance(
+        MiniCluster.from_dict(doc), stdout=io.StringIO(), stderr=io.StringIO(), join_timeout=120
+    )
+
+    def probe(rank: int) -> int:
+        assert instance.layout is not None
+        script = Path(instance.layout.paths.config_dir) / "ready.sh"
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "FLUXHOP_FLUX_ROOT": instance.layout.flux_root(rank),
+            "FLUXHOP_RANK": str(rank),
+        }
+        return subprocess.run(["bash", str(script)], env=env, check=False).returncode
+
+    instance.start()
+    try:
+        instance.wait_ready()  # rank 0's broker answers, its quorum not met
+        assert probe(0) == 1
+        with gate.open("w") as opened:
+            opened.write("go\n")
+        instance.wait_running()
+        assert probe(0) == 0
+        assert probe(1) == 0
+    finally:
+        instance.stop()

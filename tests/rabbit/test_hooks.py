@@ -225,6 +225,21 @@ def test_pre_run_that_never_comes_up_is_said_and_deleted(nnf):
     assert managed(fake) == set()
 
 
+def test_pre_run_waits_for_the_instance_not_for_running_pods(nnf):
+    # every pod runs, but rank 0's readinessProbe never passes (a broker that
+    # cannot join): PreRun is not over until the instance is up
+    fake, client = nnf
+    fake.pods_ready = False
+    flow = workflow_object("#DW container name=mpi profile=p")
+    profile = {"createContainer": False, "preRunTimeoutSeconds": 1}
+    fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
+    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    said = r"timed out after 1s .*fluxjob-1234-0-\w+ runs but is not Ready: its Flux instance is not up"
+    with pytest.raises(RabbitError, match=said):
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
 def test_pre_run_mounts_what_nnf_data_lists(nnf):
     fake, client = nnf
     flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=scratch",

@@ -35,7 +35,7 @@ from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import established
 from tests.realk8s.dws import NNF_API, Dws
 from tests.realk8s.nnf import LUS_API, PROFILE, PROFILES, container_profile, lustre_crd
-from tests.realk8s.tools import FLUXHOP, command_env, eventually
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, kubectl
 from tests.realk8s.wlm import Wlm, rabbit_machine
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -363,6 +363,41 @@ def test_a_minicluster_not_up_within_the_profiles_timeout_is_one_line_and_delete
     assert len(seen) == 1 and "\n" not in seen[0], seen
     assert "timed out after 5s" in seen[0] and "preRunTimeoutSeconds" in seen[0], seen
     assert seen[0].endswith("the MiniCluster is deleted"), seen
+    eventually("nothing left of the MiniCluster", lambda: made(admin, ns, name) == {}, 60)
+    machine.finish(name)
+
+
+def test_pre_run_is_over_once_the_instance_is_up(cluster: LocalCluster, machine: Wlm, admin: Api):
+    """PreRun returns once rank 0's pod is Ready, which its readinessProbe
+    (run by the test kubelet as a kubelet runs it) makes mean its broker is
+    in the run state: at that moment Flux itself says the instance runs,
+    with every broker online. Teardown then deletes the running MiniCluster."""
+    name, ns = "fluxjob-up", machine.namespace
+    client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
+    seen: dict[str, Any] = {}
+
+    def pre_run(flow: dict[str, Any]) -> None:
+        on_pre_run(rabbit_job("sleep 600"), flow, RABBITS, OWNER, client, cxi_resource=None,
+                   mount_root=str(machine.nnf.prefix))  # fmt: skip
+        pods = admin.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"job-name={name}")
+        lead = next(p for p in pods["items"] if p["metadata"]["name"].startswith(f"{name}-0-"))
+        seen["ready"] = {c["type"]: c["status"] for c in lead["status"]["conditions"]}["Ready"]
+        uptime = ". /mnt/flux/run/env.sh && $flux_bin uptime"
+        seen["uptime"] = kubectl(cluster, "exec", "-n", ns, lead["metadata"]["name"], "-c", name,
+                                 "--", "bash", "-c", uptime).stdout  # fmt: skip
+
+    def teardown(flow: dict[str, Any]) -> None:
+        seen["teardown"] = on_teardown(flow, client, lambda text: None)
+
+    try:
+        machine.create(name, [SCRATCH, CONTAINER], uid=OWNER.uid, gid=OWNER.gid)
+        machine.run(name, {"PreRun": pre_run, "Teardown": teardown})
+    finally:
+        client.close()
+    assert seen["ready"] == "True", seen
+    _, state, *rest = seen["uptime"].split()
+    assert state == "run" and "size 2" in " ".join(rest) and "offline" not in seen["uptime"], seen
+    assert seen["teardown"] is True  # a MiniCluster was still there to delete
     eventually("nothing left of the MiniCluster", lambda: made(admin, ns, name) == {}, 60)
     machine.finish(name)
 

@@ -133,6 +133,20 @@ def test_headless_service_selects_the_pods_and_publishes_early():
     assert pod_spec(objects)["subdomain"] == "brokers"
 
 
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_the_flux_container_is_ready_by_its_probe_script(target):
+    # rank 0 Ready means its instance is up (ready.sh, run against real Flux
+    # in tests/local/test_real_flux.py): the probe runs the mounted script
+    objects = render(spec_of(), target, cert=CERT)
+    probe = lead_container(objects)["readinessProbe"]
+    shell, script = probe["exec"]["command"]
+    assert shell == "/bin/bash" and script.startswith("/etc/fluxhop/config/")
+    volume = next(v for v in pod_spec(objects)["volumes"] if v["name"] == "fluxhop-config")
+    mounted = {item["path"]: item["key"] for item in volume["configMap"]["items"]}
+    key = mounted[script.removeprefix("/etc/fluxhop/config/")]
+    assert 'flux_bin" uptime' in by_kind(objects)["ConfigMap"]["data"][key]
+
+
 def broker_toml(objects):
     return tomllib.loads(by_kind(objects)["ConfigMap"]["data"]["broker.toml"])
 

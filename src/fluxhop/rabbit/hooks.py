@@ -144,9 +144,9 @@ def on_pre_run(
     """Create the MiniCluster a job asked for with ``rabbit.mpi``, mounting
     the Workflow's file systems where NNF mounted them (its NnfContainerData,
     or its file systems' NnfAccess; paths under ``mount_root`` only), and
-    return once every pod of it runs, within the container profile's
-    ``preRunTimeoutSeconds`` (past it, the MiniCluster is deleted and the
-    error says why it did not come up).
+    return once its Flux instance is up (rank 0's pod Ready: every broker
+    joined), within the container profile's ``preRunTimeoutSeconds`` (past
+    it, the MiniCluster is deleted and the error says why it did not come up).
 
     Returns its name, or None when the job asked for none. ``rabbits`` are
     the rabbit nodes serving the job's compute nodes; ``owner`` is the job
@@ -167,7 +167,7 @@ def on_pre_run(
     )
     log.info("created rabbit MiniCluster %s/%s for %s", flow.namespace, flow.name, who.describe())
     try:
-        progress = ops.wait_ready(root, timeout=view.pre_run_timeout)
+        progress = ops.wait_instance_up(root, timeout=view.pre_run_timeout)
     except WaitTimeout as err:
         _undo(ops, root, f"{err} (the container profile's preRunTimeoutSeconds)")
     workers_failed = [

@@ -24,6 +24,7 @@ from fluxhop.render.scripts import (
     entrypoint_script,
     init_script,
     metrics_program,
+    ready_script,
 )
 from fluxhop.spec.metrics import BROKER_PORT
 from fluxhop.spec.minicluster import MiniCluster
@@ -204,6 +205,7 @@ def build_bundle(
     files = {
         "entrypoint.sh": entrypoint_script(params),
         "connect.sh": connect_script(spec.name, root),
+        "ready.sh": ready_script(spec.name, root),
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
         "metrics.py": metrics_program(),  # always: fluxhop status runs it too
@@ -211,6 +213,7 @@ def build_bundle(
     where = {
         "entrypoint.sh": "entrypoint.sh",
         "connect.sh": "connect.sh",
+        "ready.sh": "ready.sh",
         "broker.toml": paths.relative("broker.toml", "broker/broker.toml"),
         "hostlist": "hostlist",
         "metrics.py": "metrics.py",

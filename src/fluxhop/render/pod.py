@@ -27,6 +27,14 @@ CURVE_VOLUME = "fluxhop-curve"
 SHM_VOLUME = "fluxhop-shm"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
+# Rank 0's pod is Ready once its broker is in the run state (the instance is
+# up: templates/ready.sh); readiness never restarts a container, so a slow
+# quorum costs nothing. Every 2 s: a rabbit's PreRun waits on it.
+READINESS_PROBE = {
+    "exec": {"command": ["/bin/bash", f"{CONFIG_DIR}/ready.sh"]},
+    "periodSeconds": 2,
+    "timeoutSeconds": 5,
+}
 
 
 def _env(container: Container, extra: dict[str, str]) -> list[dict[str, Any]]:
@@ -155,6 +163,7 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     if not any(m["mountPath"] == "/dev/shm" for m in user):
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
     out["volumeMounts"] = mounts + user
+    out["readinessProbe"] = READINESS_PROBE
     # keep keys in a stable, readable order
     return out
 

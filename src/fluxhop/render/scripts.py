@@ -1,4 +1,4 @@
-"""The pod scripts: entrypoint, flux-view init, and connect helper.
+"""The pod scripts: entrypoint, flux-view init, connect helper, readiness probe.
 
 Each script is a static bash body (``templates/*.sh``, shellcheck-clean) under
 a generated block of parameters. Every value is shell-quoted here, so nothing
@@ -21,6 +21,7 @@ __all__ = [
     "entrypoint_script",
     "init_script",
     "metrics_program",
+    "ready_script",
 ]
 
 CONFIG_DIR = "/etc/fluxhop/config"
@@ -148,4 +149,14 @@ def connect_script(name: str, flux_root: str) -> str:
         + _assign("default_flux_root", flux_root)
         + "\n\n"
         + _template("connect.sh")
+    )
+
+
+def ready_script(name: str, flux_root: str) -> str:
+    """The Flux container's readiness probe: rank 0 is ready once the instance is up."""
+    return (
+        _header("Readiness probe", name)
+        + _assign("default_flux_root", flux_root)
+        + "\n\n"
+        + _template("ready.sh")
     )

@@ -188,6 +188,16 @@ def started(pod: dict[str, Any], container: str) -> bool:
     return exit_code(pod, container) is not None
 
 
+def ready(pod: dict[str, Any]) -> bool:
+    """The pod's Ready condition. On rank 0 of fluxhop's pods it says the
+    instance is up: its readinessProbe passes once the broker is in the run
+    state, every broker of the quorum joined (render/templates/ready.sh)."""
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in pod.get("status", {}).get("conditions", [])
+    )
+
+
 @dataclass(frozen=True)
 class Status:
     name: str

@@ -5,8 +5,9 @@ The host filesystem stands in for every image: a container's root is this
 machine's, its PATH the image default, and, with ``flux_prefix``, the
 flux-core installed there appears on PATH, LD_LIBRARY_PATH and PYTHONPATH as
 if the image contained it. ``command`` is required: there is no image
-ENTRYPOINT to fall back on. Not simulated: probes and lifecycle hooks (a
-started container is ready), resource limits, capabilities, seccomp and
+ENTRYPOINT to fall back on. Not simulated: liveness and startup probes,
+and probes other than exec ones (``probes.py`` runs exec readiness probes),
+lifecycle hooks, resource limits, capabilities, seccomp and
 AppArmor, read-only root filesystems, ``stdin``/``tty`` containers, sidecar
 (restartable init) containers, service links other than the ``kubernetes``
 Service's.

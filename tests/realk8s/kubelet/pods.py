@@ -32,6 +32,7 @@ from tests.realk8s.api import ApiError
 from tests.realk8s.kubelet import volumes as vol
 from tests.realk8s.kubelet.containers import ConfigError, base_env, container_spec, sandbox_spec
 from tests.realk8s.kubelet.network import hosts_file, pod_hostname, resolv_conf
+from tests.realk8s.kubelet.probes import ReadinessProber
 from tests.realk8s.kubelet.status import Container, now, pod_status
 
 if TYPE_CHECKING:
@@ -88,8 +89,10 @@ class PodWorker(threading.Thread):
         for key, init in (("initContainers", True), ("containers", False)):
             for c in pod["spec"].get(key) or []:
                 self.containers[c["name"]] = Container(
-                    c["name"], c.get("image", ""), init=init, reason=first
-                )
+                    c["name"], c.get("image", ""), init=init, reason=first,
+                    probed=not init and "exec" in (c.get("readinessProbe") or {}),
+                )  # fmt: skip
+        self.probers: dict[str, ReadinessProber] = {}
         self.ip = ""
         self.slot: int | None = None
         self.sandbox: subprocess.Popen[bytes] | None = None
@@ -333,6 +336,8 @@ class PodWorker(threading.Thread):
                 c.container_id = f"fluxhop-sim://{self.uid}-{name}-{event['restarts']}"
                 c.started_at = event["at"][:19] + "Z"
                 self._state_file(c, directory, running=True)
+                if c.probed:
+                    self._probe(c)
             elif kind == "exited":
                 c.state, c.exit_code, c.signal = "terminated", event["code"], event["signal"]
                 c.reason, c.finished_at = event["reason"], event["at"][:19] + "Z"
@@ -340,6 +345,32 @@ class PodWorker(threading.Thread):
                 self.host_pids.pop(name, None)
                 self._state_file(c, directory, running=False)
         self.patch_status()
+
+    def _probe(self, c: Container) -> None:
+        """A started container is not ready until its readinessProbe passes;
+        its prober starts with it (and goes on across restarts)."""
+        c.probe_ready = False
+        prober = self.probers.get(c.name)
+        if prober is not None:
+            prober.ready = False
+            return
+        spec = next(x for x in self.pod["spec"]["containers"] if x["name"] == c.name)
+
+        def running() -> int | None:
+            with self.lock:
+                return self.host_pids.get(c.name) if c.state == "running" else None
+
+        def report(ready: bool) -> None:
+            with self.lock:
+                c.probe_ready = ready
+            self.patch_status()
+
+        prober = ReadinessProber(
+            f"{self.name}/{c.name}", spec["readinessProbe"], self.specs[c.name],
+            running, report, self.finished,
+        )  # fmt: skip
+        self.probers[c.name] = prober
+        prober.start()
 
     def _termination_message(self, name: str, c: Container) -> str:
         spec = next(

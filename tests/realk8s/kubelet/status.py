@@ -9,8 +9,8 @@ own (PodScheduled from the scheduler, DisruptionTarget from an eviction) are
 left alone: the status is sent as a strategic merge patch, which merges
 conditions by type.
 
-Probes are not run: a started container is ready (say so where a test
-depends on readiness).
+A started container is ready, unless it has a readinessProbe: then once
+the probe passes (``probes.py`` runs exec readiness probes).
 """
 
 from __future__ import annotations
@@ -45,10 +45,16 @@ class Container:
     signal: int = 0
     restart_count: int = 0
     last_state: dict[str, Any] = field(default_factory=dict)
+    probed: bool = False  # it has a readinessProbe: ready only once that passes
+    probe_ready: bool = False
 
     @property
     def succeeded(self) -> bool:
         return self.state == "terminated" and self.exit_code == 0
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "running" and (self.probe_ready or not self.probed)
 
     def api(self) -> dict[str, Any]:
         if self.state == "running":
@@ -75,7 +81,7 @@ class Container:
             "name": self.name,
             "image": self.image,
             "imageID": "",
-            "ready": self.state == "running",
+            "ready": self.ready,
             "started": self.state == "running",
             "restartCount": self.restart_count,
             "state": state,
@@ -142,7 +148,7 @@ def pod_status(
     terminal = phase in ("Succeeded", "Failed")
     previous = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or []}
     initialized = all(c.succeeded for c in init)
-    ready = not terminal and bool(main) and all(c.state == "running" for c in main)
+    ready = not terminal and bool(main) and all(c.ready for c in main)
     not_ready = "PodCompleted" if terminal else "ContainersNotReady"
     conditions = [
         _condition("PodReadyToStartContainers", sandbox_ready and not terminal, previous),
