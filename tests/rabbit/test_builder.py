@@ -331,6 +331,41 @@ def test_pods_are_told_their_peers_as_nnf_tells_its_containers(target, workflow)
     assert env["NNF_CONTAINER_HOSTNAMES"].split(",") == hosts and len(hosts) == 3  # NNF's commas
 
 
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_each_pod_is_told_its_rabbit_and_the_workflows_ports(target, workflow):
+    # NNF_NODE_NAME from the downward API (spec.nodeName, through the Flux
+    # container's FLUXHOP_NODE_NAME, defined before it); the ports NNF's port
+    # manager gave the Workflow, from its status.env, as NNF's containers get them
+    workflow["status"] = {"env": {"NNF_CONTAINER_PORTS": "30000,30001",
+                                  "NNF_CONTAINER_PORTS_mpi": "30000,30001",
+                                  "NNF_CONTAINER_SUBDOMAIN": "not-ours"}}  # fmt: skip
+    spec = build(workflow=workflow, target=target)
+    _, _, template = rendered_peers(render(spec, target))
+    env = template["containers"][0]["env"]
+    names = [e["name"] for e in env]
+    values = {e["name"]: e.get("value") for e in env}
+    assert env[names.index("FLUXHOP_NODE_NAME")]["valueFrom"] == {
+        "fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}
+    }
+    assert names.index("FLUXHOP_NODE_NAME") < names.index("NNF_NODE_NAME")  # $() sees it
+    assert values["NNF_NODE_NAME"] == "$(FLUXHOP_NODE_NAME)"
+    assert values["NNF_CONTAINER_PORTS"] == values["NNF_CONTAINER_PORTS_mpi"] == "30000,30001"
+    assert values["NNF_CONTAINER_SUBDOMAIN"] == "fluxjob-1234"  # the MiniCluster's, not NNF's pods'
+
+
+def test_the_flux_operators_pods_get_no_node_name_they_cannot_fill(workflow):
+    env = build(workflow=workflow, target="minicluster").spec.flux_container.environment
+    assert "NNF_NODE_NAME" not in env and "NNF_CONTAINER_SUBDOMAIN" in env
+
+
+def test_a_workflow_port_that_is_not_a_string_is_one_line(workflow):
+    workflow["status"] = {"env": {"NNF_CONTAINER_PORTS": [30000]}}
+    with pytest.raises(
+        RabbitError, match=r"^Workflow fluxjob-1234 status.env.NNF_CONTAINER_PORTS must be a string"
+    ):
+        build(workflow=workflow)
+
+
 def test_no_workflow_no_nnf_variables():
     env = build().spec.flux_container.environment
     assert not [k for k in env if k.startswith(("NNF_", "DW_"))], env

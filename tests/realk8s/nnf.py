@@ -47,6 +47,7 @@ PROFILES = "nnf-system"  # NNF_CONTAINER_PROFILE_NAMESPACE in nnf-sos' manager
 PROFILE = "fluxhop-mpi"  # the tests' container profile
 STORAGE = ("jobdw", "persistentdw")  # what a container mounts
 COMPUTE_PREFIX = "/mnt/nnf"  # COMPUTE_MOUNT_PREFIX: the computes' side (nothing here mounts it)
+FIRST_PORT = 30000  # the first port the played port manager hands out
 
 
 def arguments(directive: str) -> tuple[str, dict[str, str]]:
@@ -70,6 +71,7 @@ def container_profile(name: str = PROFILE, **data: Any) -> dict[str, Any]:
                 {"name": "DW_GLOBAL_home", "optional": True},
             ],
             "spec": {"containers": [{"name": "mpi", "image": "host"}]},
+            "numPorts": 2,
             **data,
         },
     }
@@ -98,6 +100,24 @@ def lustre_crd() -> dict[str, Any]:
                               "spec": open_object, "status": open_object}}}}],
         },
     }  # fmt: skip
+
+
+def _ports(data: dict[str, Any]) -> dict[str, str]:
+    """What nnf-sos' addPortsEnvVars writes to the Workflow's status.env for a
+    profile with ``numPorts``: every port the port manager gave the Workflow
+    (numPorts per container of the profile), and each container's share.
+    Here the port manager hands out ports from FIRST_PORT on."""
+    containers = [c["name"] for c in (data.get("spec") or {}).get("containers") or []]
+    each = int(data.get("numPorts") or 0)
+    ports = [str(FIRST_PORT + i) for i in range(each * len(containers))]
+    if not ports:
+        return {}
+    env = {"NNF_CONTAINER_PORTS": ",".join(ports)}
+    for k, name in enumerate(containers):
+        env[f"NNF_CONTAINER_PORTS_{name.replace('-', '_')}"] = ",".join(
+            ports[k * each : (k + 1) * each]
+        )
+    return env
 
 
 def _now() -> str:
@@ -303,6 +323,7 @@ class Nnf:
         env["NNF_CONTAINER_DOMAIN"] = f"{ns}.svc.cluster.local"
         env["NNF_CONTAINER_HOSTNAMES"] = " ".join(sorted(self._rabbits()))
         pinned = self.admin.get(f"{NNF_API}/namespaces/{ns}/nnfcontainerprofiles/{wf}-{index}")
+        env.update(_ports(pinned["data"]))
         if pinned["data"].get("createContainer", True):
             return  # NNF would start its own pods: not what a MiniCluster is for
         by_name = {a["name"]: (i, c) for i, c, a in self._directives(flow) if c in STORAGE}

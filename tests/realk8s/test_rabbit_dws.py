@@ -54,6 +54,7 @@ COMMAND = (
     'sh -c \'hostname > "$DW_JOB_scratch/$(hostname)"; echo "wrote $DW_JOB_scratch"; '
     'hostname > "$DW_PERSISTENT_project_data/$(hostname)"; '
     'echo "dirs $DW_JOB_scratch_DIRECTORIES"; echo "peers $NNF_CONTAINER_HOSTNAMES"; '
+    'echo "on $NNF_NODE_NAME ports $NNF_CONTAINER_PORTS mpi $NNF_CONTAINER_PORTS_mpi"; '
     'for h in $(echo "$NNF_CONTAINER_HOSTNAMES" | tr , " "); do '
     'getent hosts "$h.$NNF_CONTAINER_SUBDOMAIN.$NNF_CONTAINER_DOMAIN" >/dev/null && echo "resolves $h"; '
     "done'"
@@ -138,6 +139,9 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     # NNF_CONTAINER_*: the pods that wrote the files, each resolvable by its peers
     assert f"peers {','.join(pods)}" in saved[0], saved
     assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
+    # NNF_NODE_NAME: each task's rabbit; the ports NNF's port manager gave the Workflow
+    for rabbit in RABBITS:
+        assert f"on {rabbit} ports 30000,30001 mpi 30000,30001" in saved[0], saved
     assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",

@@ -174,6 +174,9 @@ def rabbit_minicluster(
     volumes, system_env = _volumes(request, workflow, storage)
     if workflow is not None:
         system_env.update(_peers(name, namespace, len(chosen), target, cluster_domain))
+        system_env.update(workflow.ports)
+        if target != Target.MINICLUSTER:  # fluxhop's own pods name their node
+            system_env["NNF_NODE_NAME"] = "$(FLUXHOP_NODE_NAME)"
     container: dict[str, Any] = {
         "name": name,
         "image": request.image,

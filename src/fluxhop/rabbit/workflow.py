@@ -27,6 +27,7 @@ __all__ = ["API_VERSION", "MOUNTABLE_TYPES", "FileSystem", "Workflow"]
 API_VERSION = "dataworkflowservices.github.io/v1alpha7"
 DIRECTIVE_SHOWN = 200  # characters of a directive quoted in a message
 MOUNTABLE_TYPES = ("gfs2", "lustre")
+PORTS = "NNF_CONTAINER_PORTS"  # in status.env, from nnf-sos' addPortsEnvVars
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Workflow:
     api_version: str = API_VERSION
     user_id: int | None = None  # spec.userID: whose job it is (DWS requires it)
     group_id: int | None = None  # spec.groupID
+    # status.env's NNF_CONTAINER_PORTS and NNF_CONTAINER_PORTS_<container>:
+    # the ports NNF's port manager gave the Workflow's containers
+    ports: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> Workflow:
@@ -88,6 +92,17 @@ class Workflow:
                     f"Workflow {metadata['name']} spec.{key} must be a number, not {shown(value)}"
                 )
             ids[key] = value
+        status_env = (obj.get("status") or {}).get("env") or {}
+        if not isinstance(status_env, Mapping):
+            raise RabbitError(f"Workflow {metadata['name']} status.env must be a map")
+        ports = []
+        for key, value in sorted(status_env.items()):
+            if str(key) == PORTS or str(key).startswith(f"{PORTS}_"):
+                if not isinstance(value, str):
+                    raise RabbitError(
+                        f"Workflow {metadata['name']} status.env.{key} must be a string, not {shown(value)}"
+                    )
+                ports.append((str(key), value))
         return cls(
             name=str(metadata["name"]),
             namespace=str(metadata.get("namespace") or "default"),
@@ -96,6 +111,7 @@ class Workflow:
             api_version=str(obj.get("apiVersion") or cls.api_version),
             user_id=ids["userID"],
             group_id=ids["groupID"],
+            ports=tuple(ports),
         )
 
     def owner_problem(self, uid: int, gid: int) -> str | None:

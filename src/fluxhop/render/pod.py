@@ -27,6 +27,12 @@ CURVE_VOLUME = "fluxhop-curve"
 SHM_VOLUME = "fluxhop-shm"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
+# The Kubernetes node a pod runs on (the downward API), for whoever inside
+# must name it (a rabbit's NNF_NODE_NAME, as NNF gives its own containers).
+NODE_NAME_ENV = {
+    "name": "FLUXHOP_NODE_NAME",
+    "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+}
 # Rank 0's pod is Ready once its broker is in the run state (the instance is
 # up: templates/ready.sh); readiness never restarts a container, so a slow
 # quorum costs nothing. Every 2 s: a rabbit's PreRun waits on it.
@@ -146,9 +152,11 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     out["command"] = ["/bin/bash", f"{CONFIG_DIR}/entrypoint.sh"]
     if bundle.container_args:
         out["args"] = list(bundle.container_args)
-    env = _env(lead, {**cma_environment(spec), **spec.spec.flux.environment})
-    if env:
-        out["env"] = env
+    # first: the variables after it may name it, $(FLUXHOP_NODE_NAME)
+    out["env"] = [
+        NODE_NAME_ENV,
+        *_env(lead, {**cma_environment(spec), **spec.spec.flux.environment}),
+    ]
     ports = [{"name": "flux-broker", "containerPort": BROKER_PORT, "protocol": "TCP"}]
     named = {BROKER_PORT}
     if spec.spec.serves_metrics:  # rank 0 serves it; every pod has one template
