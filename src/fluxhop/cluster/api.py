@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import httpx2
 from lightkube import ALL_NS, ApiError, Client, ConfigError
-from lightkube.types import CascadeType, OnErrorAction, OnErrorResult, PatchType
+from lightkube.types import CascadeType, PatchType
 
 from fluxhop.cluster.answers import (
     MAX_UNREACHABLE_DELAY,
@@ -29,10 +29,10 @@ from fluxhop.cluster.answers import (
 )
 from fluxhop.cluster.config import ResolvedConfig, resolve
 from fluxhop.cluster.kinds import Kind, kind, kind_of
+from fluxhop.cluster.watchloop import resumable_watch
 from fluxhop.cluster.watchstop import WatchStop, install, reading
 from fluxhop.errors import (
     ClusterError,
-    Expired,
     FluxhopError,
     InputError,
     KubeconfigError,
@@ -374,80 +374,7 @@ class Kube:
         ``relist=False``, raises ``Expired``. Setting ``stop`` (from another
         thread) ends it at once, its connection closed (cluster/watchstop.py)."""
         with reading(stop):
-            yield from self._watch(kind_name, labels, resource_version, relist, stop)
-
-    def _watch(
-        self,
-        kind_name: str,
-        labels: dict[str, str] | None,
-        resource_version: str | None,
-        relist: bool,
-        stop: WatchStop | None,
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        what = kind(kind_name)
-        failing_since: list[float] = []  # when the current run of failures began
-
-        def unreachable(count: int) -> float | None:
-            """How long to wait before another try, or None when time is up."""
-            if count == 1 or not failing_since:
-                failing_since[:] = [self.clock()]
-            delay = min(self.backoff * 2 ** min(count - 1, 16), MAX_UNREACHABLE_DELAY)
-            spent = self.clock() - failing_since[0]
-            return delay if spent + delay <= self._unreachable_budget() else None
-
-        def on_error(err: Exception, count: int) -> OnErrorResult:
-            if stop is not None and stop.is_set():
-                return OnErrorResult(OnErrorAction.STOP)  # the read the stop broke
-            code = failure_of(err)[0]
-            if isinstance(err, httpx2.TransportError) and not isinstance(
-                err, httpx2.TimeoutException
-            ):
-                delay = unreachable(count)
-                if delay is not None:
-                    return OnErrorResult(OnErrorAction.RETRY, delay)
-            elif code != 410 and code in RETRYABLE and count <= self.retries:
-                return OnErrorResult(OnErrorAction.RETRY, self.backoff * 2 ** min(count - 1, 16))
-            return OnErrorResult(OnErrorAction.RAISE)
-
-        version = resource_version
-        attempts = 0
-        while stop is None or not stop.is_set():  # stopped: no new request
-            stream = self.client.watch(
-                what.resource,
-                namespace=self.namespace,
-                labels=labels,
-                resource_version=version,
-                on_error=on_error,
-            )
-            try:
-                for event, obj in stream:
-                    attempts = 0
-                    self.contact.reached = True
-                    data = obj.to_dict()
-                    version = data.get("metadata", {}).get("resourceVersion") or version
-                    yield event, data
-                return
-            except (ApiError, httpx2.HTTPStatusError) as err:
-                if failure_of(err)[0] == 410:
-                    if not relist:
-                        raise Expired(f"the watch on {what.title} is too old to resume") from None
-                    version = None  # too old: list the current state again
-                    continue
-                raise self._translate(err, "watch", what, None) from None
-            except httpx2.TransportError as err:
-                if stop is not None and stop.is_set():
-                    return
-                # lightkube reconnects outside its error handler: a refused
-                # reconnect (a restarting API server) lands here
-                attempts += 1
-                delay = None if isinstance(err, httpx2.TimeoutException) else unreachable(attempts)
-                if delay is None and not self.contact.reached:
-                    raise self._cannot_reach(err) from None
-                if delay is None:
-                    raise Unreachable(
-                        f"lost the watch on {what.title} at {self.server}: {err}"
-                    ) from None
-                self.sleep(delay)
+            yield from resumable_watch(self, kind_name, labels, resource_version, relist, stop)
 
     def log(
         self,
