@@ -49,7 +49,7 @@ def test_dry_run_renders_valid_objects_on_the_chosen_rabbits(capsys):
     assert template["nodeSelector"] == {"cray.nnf.node": "true"}
     context = template["securityContext"]
     assert (context["runAsUser"], context["runAsGroup"]) == (os.getuid(), os.getgid())
-    env = {e["name"]: e["value"] for e in template["containers"][0]["env"]}
+    env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
     assert env["OMP_NUM_THREADS"] == "4" and env["A"] == "b=c"
     assert job["spec"]["parallelism"] == 2
     assert template["containers"][0]["args"] == ["lmp", "-in", "in.reaxc"]

@@ -321,6 +321,8 @@ class FakeAPIServer:
         # whether a running pod's readinessProbe passes (False: its Flux
         # instance never comes up, as when a broker cannot join)
         self.pods_ready = True
+        # completion index -> exit code: that worker's broker fails as it starts
+        self.failing_ranks: dict[int, int] = {}
         # pods/exec (tests/cluster/fakeexec.py): (pod, container, argv) ->
         # (exit code, stdout, stderr); None: exec answers 400 as for no container
         self.exec_runner: Callable[[str, str, list[str]], tuple[int, str, str]] | None = None
@@ -1338,22 +1340,54 @@ class FakeAPIServer:
             state["containerStatuses"] = [
                 {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}
             ]
-            self._set_ready(pod, self.pods_ready)
+            self._set_ready(pod, self._pod_index(pod) != 0)  # rank 0: once the instance is up
             self._bump("MODIFIED", "Pod", namespace, pod)
             return
         index = self._pod_index(pod)
+        if index in self.failing_ranks:  # its broker fails as it starts
+            self._terminate(namespace, pod, self.failing_ranks[index])
+            return
+        if index == 0 and not self._instance_up(namespace, pod):
+            return  # no quorum: no initial program yet
         if index != 0 and not self._lead_finished(namespace, pod):
             return  # workers finish when the lead does (the instance shuts down)
         if index == 0 and self._interactive(pod):
             return  # an interactive instance stays up until it is deleted
-        if not self.pods_ready:
-            return  # an instance that never comes up never starts its command
         outcome = self.runner(pod, index)
         if outcome is None:
             return  # still running (the runner may have written log lines)
         lines, code = outcome
         self.logs.setdefault((namespace, pod["metadata"]["name"]), []).extend(lines)
         self._terminate(namespace, pod, code)
+
+    def _instance_up(self, namespace: str, pod: dict[str, Any]) -> bool:
+        """Rank 0's readinessProbe: its instance is up once every pod of its
+        Job runs (the quorum); then it is Ready. Never with pods_ready off."""
+        if self._is_ready(pod):
+            return True
+        job_name = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        job = self.store.get(("Job", namespace, job_name))
+        size = (job or {}).get("spec", {}).get("parallelism", 1)
+        running = sum(
+            1
+            for (k, ns, _), p in self.store.items()
+            if k == "Pod"
+            and ns == namespace
+            and p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
+            and p["status"]["phase"] == "Running"
+            and self._pod_index(p) not in self.failing_ranks  # never joins
+        )
+        if not self.pods_ready or running < size:
+            return False
+        self._set_ready(pod, True)
+        self._bump("MODIFIED", "Pod", namespace, pod)
+        return True
+
+    @staticmethod
+    def _is_ready(pod: dict[str, Any]) -> bool:
+        return any(
+            c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"]
+        )
 
     @staticmethod
     def _set_ready(pod: dict[str, Any], ready: bool) -> None:

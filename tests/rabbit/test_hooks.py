@@ -240,6 +240,24 @@ def test_pre_run_waits_for_the_instance_not_for_running_pods(nnf):
     assert managed(fake) == set()
 
 
+def test_a_worker_that_fails_as_it_starts_is_said_and_deleted(nnf):
+    # rank 1's broker exits 1 at start: the instance never comes up, and
+    # PreRun says which pod failed instead of waiting out the timeout
+    fake, client = nnf
+    fake.failing_ranks[1] = 1
+    flow = workflow_object("#DW container name=mpi profile=p")
+    fake.seed(
+        "NnfContainerProfile",
+        {"metadata": {"name": "fluxjob-1234-0"}, "data": {"createContainer": False}},
+    )
+    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    said = (r"^MiniCluster fluxjob-1234 failed as it came up: pod fluxjob-1234-1-\w+ \(rank 1\) "
+            r"exited 1 and failed the Job, which stopped the other pods; the MiniCluster is deleted$")  # fmt: skip
+    with pytest.raises(RabbitError, match=said):
+        on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
+    assert managed(fake) == set()
+
+
 def test_pre_run_mounts_what_nnf_data_lists(nnf):
     fake, client = nnf
     flow = workflow_object("#DW jobdw type=gfs2 capacity=1GiB name=scratch",
