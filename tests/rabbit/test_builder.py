@@ -353,6 +353,17 @@ def test_each_pod_is_told_its_rabbit_and_the_workflows_ports(target, workflow):
     assert values["NNF_CONTAINER_SUBDOMAIN"] == "fluxjob-1234"  # the MiniCluster's, not NNF's pods'
 
 
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_one_pod_per_rabbit_is_required_not_preferred(target):
+    # two brokers on one rabbit would leave another without its MiniCluster pod
+    _, _, template = rendered_peers(render(build({"nodes": 2}, target=target), target))
+    (term,) = template["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == {"fluxhop.io/minicluster": "fluxjob-1234"}
+
+
 def test_the_flux_operators_pods_get_no_node_name_they_cannot_fill(workflow):
     env = build(workflow=workflow, target="minicluster").spec.flux_container.environment
     assert "NNF_NODE_NAME" not in env and "NNF_CONTAINER_SUBDOMAIN" in env

@@ -103,6 +103,7 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     jobspec = rabbit_job(COMMAND)
     saved: list[str] = []
     ended: dict[str, Any] = {}
+    placed: dict[str, str] = {}  # pod (by rank) -> its rabbit
     client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
     root = str(machine.nnf.prefix)
 
@@ -115,6 +116,9 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
             on_pre_run(jobspec, flow, RABBITS, OWNER, client, cxi_resource=None, mount_root=root)
             == name
         )
+        pods = admin.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"job-name={name}")
+        placed.update({p["metadata"]["name"].rsplit("-", 1)[0]: p["spec"]["nodeName"]
+                       for p in pods["items"]})  # fmt: skip
 
     def post_run(flow: dict[str, Any]) -> None:
         client.wait(name, timeout=300)  # the job's end, which the workload manager waits for
@@ -139,9 +143,12 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     # NNF_CONTAINER_*: the pods that wrote the files, each resolvable by its peers
     assert f"peers {','.join(pods)}" in saved[0], saved
     assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
-    # NNF_NODE_NAME: each task's rabbit; the ports NNF's port manager gave the Workflow
-    for rabbit in RABBITS:
-        assert f"on {rabbit} ports 30000,30001 mpi 30000,30001" in saved[0], saved
+    # one pod on each rabbit; NNF_NODE_NAME is the pod's rabbit, and a Flux job's
+    # tasks have the environment of whoever submitted it: rank 0's pod, for the
+    # job's command. The ports NNF's port manager gave the Workflow.
+    assert sorted(placed.values()) == sorted(RABBITS), placed
+    told = f"on {placed[f'{name}-0']} ports 30000,30001 mpi 30000,30001"
+    assert saved[0].count(told) == len(RABBITS), saved
     assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",

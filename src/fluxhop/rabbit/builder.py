@@ -228,6 +228,8 @@ def rabbit_minicluster(
             },
         },
     }
+    if target != Target.MINICLUSTER:  # the Flux Operator's CRD has no place for it
+        spec["pod"]["podsPerNode"] = 1  # one broker per rabbit, as NNF runs one pod on each
     if request.succeed:
         spec["jobLabels"] = {ALWAYS_SUCCEED: "1"}
     document = {
