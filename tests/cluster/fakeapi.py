@@ -1340,7 +1340,8 @@ class FakeAPIServer:
             state["containerStatuses"] = [
                 {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}
             ]
-            self._set_ready(pod, self._pod_index(pod) != 0)  # rank 0: once the instance is up
+            # rank 0 with the probe: once the instance is up; without one: now
+            self._set_ready(pod, self._pod_index(pod) != 0 or not self._probed(pod))
             self._bump("MODIFIED", "Pod", namespace, pod)
             return
         index = self._pod_index(pod)
@@ -1362,8 +1363,9 @@ class FakeAPIServer:
 
     def _instance_up(self, namespace: str, pod: dict[str, Any]) -> bool:
         """Rank 0's readinessProbe: its instance is up once every pod of its
-        Job runs (the quorum); then it is Ready. Never with pods_ready off."""
-        if self._is_ready(pod):
+        Job runs (the quorum); then it is Ready. Never with pods_ready off.
+        A pod without the probe (the Flux Operator's) is not held back."""
+        if self._is_ready(pod) or not self._probed(pod):
             return True
         job_name = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
         job = self.store.get(("Job", namespace, job_name))
@@ -1382,6 +1384,10 @@ class FakeAPIServer:
         self._set_ready(pod, True)
         self._bump("MODIFIED", "Pod", namespace, pod)
         return True
+
+    @staticmethod
+    def _probed(pod: dict[str, Any]) -> bool:
+        return "readinessProbe" in pod["spec"]["containers"][0]
 
     @staticmethod
     def _is_ready(pod: dict[str, Any]) -> bool:

@@ -13,6 +13,8 @@ import pytest
 import fluxhop
 from fluxhop.errors import NotFound
 from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.workload.marks import COMPLETION_INDEX
+from fluxhop.workload.status import Progress
 from tests.cluster.fakeapi import BACKOFF
 from tests.cluster.fixtures import eventually
 
@@ -110,3 +112,32 @@ def test_wait_reports_a_job_that_a_failed_worker_ended(fake, kubeconfig):
             status = waited.result(timeout=60)
             # no pod failed on its own (the worker was deleted): rank 0's 143 stands
             assert (status.state, status.exit_code) == ("Failed", 143)
+
+
+def pod(index: int, phase: str, ready: bool) -> dict:
+    return {
+        "metadata": {"name": f"demo-{index}", "labels": {COMPLETION_INDEX: str(index)}},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("pods", "up"),
+    [
+        ([pod(0, "Running", True), pod(1, "Pending", False)], False),  # no probe: Ready at once
+        ([pod(0, "Running", False), pod(1, "Running", True)], False),  # quorum not yet
+        ([pod(0, "Running", True), pod(1, "Running", True)], True),
+        ([pod(0, "Running", False), pod(1, "Failed", False)], True),  # ended: said by the caller
+    ],
+    ids=["a-pod-pending", "rank-0-not-ready", "up", "a-worker-failed"],
+)
+def test_the_instance_is_up_once_rank_0_is_ready_and_every_pod_runs(
+    ops, running, monkeypatch, pods, up
+):
+    """What wait_instance_up waits for, whether or not the pods have fluxhop's
+    readinessProbe (the Flux Operator's have none: Ready as they run)."""
+    root, _ = running
+    asked = {}
+    monkeypatch.setattr(ops, "wait", lambda _root, until, **_: asked.setdefault("until", until))
+    ops.wait_instance_up(root, timeout=1)
+    assert asked["until"](Progress(2, {p["metadata"]["name"]: p for p in pods})) is up

@@ -96,5 +96,7 @@ def test_the_readiness_probe_waits_for_every_broker(short_tmp):
         instance.wait_running()
         assert probe(0) == 0
         assert probe(1) == 0
+        # remembered: later probes ask Flux nothing
+        assert (Path(instance.layout.flux_root(0)) / "run" / "instance-up").exists()
     finally:
         instance.stop()

@@ -231,10 +231,10 @@ def test_pre_run_waits_for_the_instance_not_for_running_pods(nnf):
     fake, client = nnf
     fake.pods_ready = False
     flow = workflow_object("#DW container name=mpi profile=p")
-    profile = {"createContainer": False, "preRunTimeoutSeconds": 1}
+    profile = {"createContainer": False, "preRunTimeoutSeconds": 3}  # time for the pods to run
     fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
     fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
-    said = r"timed out after 1s .*fluxjob-1234-0-\w+ runs but is not Ready: its Flux instance is not up"
+    said = r"timed out after 3s .*fluxjob-1234-0-\w+ runs but is not Ready: its Flux instance is not up"
     with pytest.raises(RabbitError, match=said):
         on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
     assert managed(fake) == set()

@@ -99,11 +99,13 @@ class PodWatch:
         on_progress: Callable[[Progress], None] | None = None,
         since: dict[str, Any] | None = None,
         relist: bool = True,
+        instance: bool = False,
     ) -> Progress:
         """Until ``until(progress)`` holds: first, for a queued MiniCluster, until
         its queue admits it; then one watch of its pods. ``since``: a pod just
         read; the watch starts from it (its changes, and every other pod's after
-        it) instead of listing every pod, so that its deletion is an event."""
+        it) instead of listing every pod, so that its deletion is an event.
+        ``instance``: a timeout may blame rank 0 running but not Ready."""
         progress = Progress(root.size)
         deadline = None if timeout is None else self.clock() + timeout
         if root.queue and root.suspended and since is None:
@@ -119,7 +121,7 @@ class PodWatch:
             while True:
                 item = self._next(events, self._remaining(deadline))
                 if item is None:
-                    raise self._stuck(root, progress, timeout or 0) from None
+                    raise self._stuck(root, progress, timeout or 0, instance) from None
                 _, event, pod = item
                 name = pod["metadata"]["name"]
                 if event == "DELETED":
@@ -186,7 +188,12 @@ class PodWatch:
         finally:
             stop.set()
 
-    def _stuck(self, root: Root, progress: Progress, timeout: float) -> WaitTimeout:
+    def _stuck(
+        self, root: Root, progress: Progress, timeout: float, instance: bool = False
+    ) -> WaitTimeout:
+        """What keeps the wait from its end: pods not running (with their last
+        event), pods not made, or (``instance``: a wait for the instance to
+        be up) rank 0 running but not Ready."""
         reasons = []
         for name, pod in sorted(progress.pods.items()):
             phase = pod.get("status", {}).get("phase", "Pending")
@@ -204,7 +211,7 @@ class PodWatch:
         if missing > 0:
             reasons.append(f"{missing} pod(s) not created yet")
         lead = self._lead(progress, lambda p: not ready(p), None)
-        if not reasons and lead is not None:
+        if instance and not reasons and lead is not None:
             reasons.append(
                 f"{lead['metadata']['name']} runs but is not Ready: its Flux instance is not"
                 " up (a broker has not joined; flux overlay status in that pod says which)"

@@ -57,15 +57,18 @@ class Waiting(PodWatch):
         timeout: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Progress:
-        """Until rank 0's pod is Ready, which its readinessProbe makes mean its
-        broker is in the run state: every broker of the quorum has joined and
-        the instance takes jobs. Or until the job already ended, as in
-        :meth:`wait_ready`. A pod without that probe is Ready once it runs."""
+        """Until every pod runs and rank 0's pod is Ready, which its
+        readinessProbe makes mean its broker reached the run state: every
+        broker of the quorum joined and the instance takes jobs. Or until the
+        job already ended, as in :meth:`wait_ready`. Pods without that probe
+        (the Flux Operator's) are Ready once they run: then every pod running
+        is all this waits for."""
 
         def up(progress: Progress) -> bool:
-            return _ended(progress) or self._lead(progress, ready, None) is not None
+            running = progress.running + progress.finished >= root.size
+            return _ended(progress) or (running and self._lead(progress, ready, None) is not None)
 
-        return self.wait(root, up, timeout=timeout, on_progress=on_progress)
+        return self.wait(root, up, timeout=timeout, on_progress=on_progress, instance=True)
 
     def wait_lead_started(
         self,
