@@ -212,13 +212,20 @@ def nnf(kubeconfig):
         server.close()
 
 
+def container_only(fake, **profile):
+    """A Workflow with only a ``#DW container`` directive, its profile
+    (``createContainer: false`` and ``profile``) and NnfContainerData listing
+    no volume, as NNF leaves them at PreRun."""
+    data = {"createContainer": False, **profile}
+    fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": data})
+    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    return workflow_object("#DW container name=mpi profile=p")
+
+
 def test_pre_run_that_never_comes_up_is_said_and_deleted(nnf):
     fake, client = nnf
     fake.schedulable = False
-    flow = workflow_object("#DW container name=mpi profile=p")
-    profile = {"createContainer": False, "preRunTimeoutSeconds": 1}
-    fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
-    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    flow = container_only(fake, preRunTimeoutSeconds=1)
     said = r"timed out after 1s .* \(the container profile's preRunTimeoutSeconds\); the MiniCluster is deleted"
     with pytest.raises(RabbitError, match=said):
         on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
@@ -230,10 +237,7 @@ def test_pre_run_waits_for_the_instance_not_for_running_pods(nnf):
     # cannot join): PreRun is not over until the instance is up
     fake, client = nnf
     fake.pods_ready = False
-    flow = workflow_object("#DW container name=mpi profile=p")
-    profile = {"createContainer": False, "preRunTimeoutSeconds": 3}  # time for the pods to run
-    fake.seed("NnfContainerProfile", {"metadata": {"name": "fluxjob-1234-0"}, "data": profile})
-    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    flow = container_only(fake, preRunTimeoutSeconds=3)  # time for the pods to run
     said = r"timed out after 3s .*fluxjob-1234-0-\w+ runs but is not Ready: its Flux instance is not up"
     with pytest.raises(RabbitError, match=said):
         on_pre_run(COMMAND_JOB, flow, RABBITS, OWNER, client)
@@ -245,12 +249,7 @@ def test_a_worker_that_fails_as_it_starts_is_said_and_deleted(nnf):
     # PreRun says which pod failed instead of waiting out the timeout
     fake, client = nnf
     fake.failing_ranks[1] = 1
-    flow = workflow_object("#DW container name=mpi profile=p")
-    fake.seed(
-        "NnfContainerProfile",
-        {"metadata": {"name": "fluxjob-1234-0"}, "data": {"createContainer": False}},
-    )
-    fake.seed("NnfContainerData", {"metadata": {"name": "fluxjob-1234-0"}, "data": {"volumes": []}})
+    flow = container_only(fake)
     said = (r"^MiniCluster fluxjob-1234 failed as it came up: pod fluxjob-1234-1-\w+ \(rank 1\) "
             r"exited 1 and failed the Job, which stopped the other pods; the MiniCluster is deleted$")  # fmt: skip
     with pytest.raises(RabbitError, match=said):

@@ -128,13 +128,15 @@ def entrypoint_script(p: EntrypointParams) -> str:
     return _header("Entrypoint", p.name) + "\n".join(lines) + "\n\n" + _template("entrypoint.sh")
 
 
-def init_script(name: str, flux_root: str) -> str:
+def _rooted(what: str, template: str, name: str, flux_root: str) -> str:
+    """A script whose one setting is the pod's Flux root."""
     return (
-        _header("Flux view init", name)
-        + _assign("default_flux_root", flux_root)
-        + "\n\n"
-        + _template("init.sh")
+        _header(what, name) + _assign("default_flux_root", flux_root) + "\n\n" + _template(template)
     )
+
+
+def init_script(name: str, flux_root: str) -> str:
+    return _rooted("Flux view init", "init.sh", name, flux_root)
 
 
 def metrics_program() -> str:
@@ -144,19 +146,9 @@ def metrics_program() -> str:
 
 
 def connect_script(name: str, flux_root: str) -> str:
-    return (
-        _header("Connect helper", name)
-        + _assign("default_flux_root", flux_root)
-        + "\n\n"
-        + _template("connect.sh")
-    )
+    return _rooted("Connect helper", "connect.sh", name, flux_root)
 
 
 def ready_script(name: str, flux_root: str) -> str:
     """The Flux container's readiness probe: rank 0 is ready once the instance is up."""
-    return (
-        _header("Readiness probe", name)
-        + _assign("default_flux_root", flux_root)
-        + "\n\n"
-        + _template("ready.sh")
-    )
+    return _rooted("Readiness probe", "ready.sh", name, flux_root)
