@@ -127,9 +127,12 @@ class LocalCluster:
         flux_prefix: Path | None = None,
         *,
         audited: tuple[str, ...] = (),
+        api_qps: int | None = None,
     ) -> None:
         self.bin = bin_dir
         self.audited = audited  # groups whose requests the API server logs (audit_log)
+        # the controller manager's and the scheduler's client rate (None: Kubernetes' defaults)
+        self.api_qps = api_qps
         self.node_specs = nodes
         self.flux_prefix = flux_prefix
         self.processes: dict[str, Process] = {}
@@ -223,7 +226,8 @@ class LocalCluster:
         config = self.kubeconfig("kube-controller-manager", pair=pair)
         sa_key = self.workdir / "pki" / "sa.key"
         self._k8s(
-            "kube-controller-manager", *controller_manager_flags(config, self.ca.cert, sa_key, port)
+            "kube-controller-manager",
+            *controller_manager_flags(config, self.ca.cert, sa_key, port, self.api_qps),
         )
         self.health["kube-controller-manager"] = f"https://127.0.0.1:{port}/healthz"
 
@@ -231,7 +235,8 @@ class LocalCluster:
         port = free_port()
         pair = self.ca.issue("kube-scheduler", "system:kube-scheduler")
         self._k8s(
-            "kube-scheduler", *scheduler_flags(self.kubeconfig("kube-scheduler", pair=pair), port)
+            "kube-scheduler",
+            *scheduler_flags(self.kubeconfig("kube-scheduler", pair=pair), port, self.api_qps),
         )
         self.health["kube-scheduler"] = f"https://127.0.0.1:{port}/healthz"
 

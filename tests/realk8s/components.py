@@ -23,6 +23,7 @@ __all__ = [
     "EVICTION_TOLERATION",
     "NODE_GRACE",
     "SERVICE_RANGE",
+    "api_rate_flags",
     "apiserver_flags",
     "audit_flags",
     "controller_manager_flags",
@@ -138,7 +139,16 @@ def audit_flags(directory: Path, groups: tuple[str, ...]) -> list[str]:
     ]
 
 
-def controller_manager_flags(kubeconfig: Path, ca: Path, sa_key: Path, port: int) -> list[str]:
+def api_rate_flags(qps: int | None) -> list[str]:
+    """A control-plane client's rate limit: ``qps`` requests a second, bursts
+    of twice that; None keeps Kubernetes' defaults (the controller manager
+    20/30, the scheduler 50/100), what a cluster runs unless told."""
+    return [] if qps is None else [f"--kube-api-qps={qps}", f"--kube-api-burst={2 * qps}"]
+
+
+def controller_manager_flags(
+    kubeconfig: Path, ca: Path, sa_key: Path, port: int, qps: int | None = None
+) -> list[str]:
     return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
@@ -153,10 +163,11 @@ def controller_manager_flags(kubeconfig: Path, ca: Path, sa_key: Path, port: int
         f"--node-monitor-grace-period={NODE_GRACE}s",
         "--node-monitor-period=1s",
         "--concurrent-job-syncs=5",
+        *api_rate_flags(qps),
     ]
 
 
-def scheduler_flags(kubeconfig: Path, port: int) -> list[str]:
+def scheduler_flags(kubeconfig: Path, port: int, qps: int | None = None) -> list[str]:
     return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
@@ -164,6 +175,7 @@ def scheduler_flags(kubeconfig: Path, port: int) -> list[str]:
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
+        *api_rate_flags(qps),
     ]
 
 
