@@ -56,6 +56,24 @@ def test_a_failing_command_gives_its_exit_code(short_tmp):
     assert LocalInstance(spec, stdout=io.StringIO(), stderr=io.StringIO()).run() == 3
 
 
+def test_each_task_sees_its_own_pods_node_name(short_tmp, monkeypatch):
+    # A Flux job's environment is its submitter's: rank 0's, for the command
+    # the entrypoint runs. The job shell's rc (node-env.lua) gives each
+    # node's tasks that node's FLUXHOP_NODE_NAME. On one host there is no
+    # downward API: each local rank is told a node name of its own here.
+    given = LocalInstance._environment
+
+    def with_node_name(self, flux, rank):
+        return {**given(self, flux, rank), "FLUXHOP_NODE_NAME": f"node-{rank}"}
+
+    monkeypatch.setattr(LocalInstance, "_environment", with_node_name)
+    command = ["sh", "-c", 'echo "$FLUXHOP_NODE_NAME $(flux getattr hostname)"']
+    out = io.StringIO()
+    spec = job(command, nodes=3, tasks=3, name="where")
+    assert LocalInstance(spec, stdout=out, stderr=io.StringIO(), join_timeout=60).run() == 0
+    assert sorted(out.getvalue().splitlines()) == [f"node-{r} where-{r}" for r in range(3)]
+
+
 def test_the_readiness_probe_waits_for_every_broker(short_tmp):
     # the pods' readinessProbe (ready.sh) against real brokers: rank 0 is not
     # ready while a worker has not joined, and is once the instance runs

@@ -54,7 +54,7 @@ COMMAND = (
     'sh -c \'hostname > "$DW_JOB_scratch/$(hostname)"; echo "wrote $DW_JOB_scratch"; '
     'hostname > "$DW_PERSISTENT_project_data/$(hostname)"; '
     'echo "dirs $DW_JOB_scratch_DIRECTORIES"; echo "peers $NNF_CONTAINER_HOSTNAMES"; '
-    'echo "on $NNF_NODE_NAME ports $NNF_CONTAINER_PORTS mpi $NNF_CONTAINER_PORTS_mpi"; '
+    'echo "on $NNF_NODE_NAME as $(hostname) ports $NNF_CONTAINER_PORTS mpi $NNF_CONTAINER_PORTS_mpi"; '
     'for h in $(echo "$NNF_CONTAINER_HOSTNAMES" | tr , " "); do '
     'getent hosts "$h.$NNF_CONTAINER_SUBDOMAIN.$NNF_CONTAINER_DOMAIN" >/dev/null && echo "resolves $h"; '
     "done'"
@@ -143,12 +143,13 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     # NNF_CONTAINER_*: the pods that wrote the files, each resolvable by its peers
     assert f"peers {','.join(pods)}" in saved[0], saved
     assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
-    # one pod on each rabbit; NNF_NODE_NAME is the pod's rabbit, and a Flux job's
-    # tasks have the environment of whoever submitted it: rank 0's pod, for the
-    # job's command. The ports NNF's port manager gave the Workflow.
+    # one pod on each rabbit; each one's tasks see its own rabbit as NNF_NODE_NAME
+    # (a Flux job's environment is rank 0's: the job shell's rc sets it), and the
+    # ports NNF's port manager gave the Workflow
     assert sorted(placed.values()) == sorted(RABBITS), placed
-    told = f"on {placed[f'{name}-0']} ports 30000,30001 mpi 30000,30001"
-    assert saved[0].count(told) == len(RABBITS), saved
+    for pod, rabbit in placed.items():
+        told = f"on {rabbit} as {pod} ports 30000,30001 mpi 30000,30001"
+        assert saved[0].count(told) == 1, (told, saved)
     assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",

@@ -30,7 +30,7 @@ FAKE_FLUX = textwrap.dedent(
         entry = {"argv": sys.argv[1:], "pid": os.getpid(), "env": {
             k: os.environ.get(k)
             for k in ("SHLVL", "FROM_PRE", "FLUX_RC_EXTRA", "PATH", "FLUX_URI", "PMI_RANK",
-                      "FLUXION_RESOURCE_OPTIONS")}}
+                      "FLUXION_RESOURCE_OPTIONS", "FLUX_SHELL_RC_PATH")}}
         entry.update(extra)
         with open(os.environ["FLUX_RECORD"], "a") as log:
             log.write(json.dumps(entry) + "\n")

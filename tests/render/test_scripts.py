@@ -185,6 +185,23 @@ def test_interactive_rank0_runs_no_initial_program(tmp_path):
     assert "connect.sh" in result.stderr
 
 
+def test_each_pod_keeps_its_own_node_local_variables_for_its_tasks(tmp_path):
+    # the variables that differ from pod to pod (the node's name, and one that
+    # names it) are written to run/node.env for the job shell's rc
+    # (node-env.lua); the rc's directory reaches the broker, so the jobs it
+    # runs, and env.sh, for the jobs submitted from inside the pod
+    mc = spec(["true"], env={"WHERE": "on $(FLUXHOP_NODE_NAME)", "SAME": "x"})
+    worker = pod(tmp_path, mc, 1, FLUXHOP_NODE_NAME="rabbit-b", WHERE="on rabbit-b",
+                 FLUX_SHELL_RC_PATH="/site/rc")  # fmt: skip
+    assert worker.run().returncode == 0
+    node_env = worker.flux_root / "run" / "node.env"
+    assert node_env.read_text() == "FLUXHOP_NODE_NAME=rabbit-b\nWHERE=on rabbit-b\n"
+    rc_path = f"{worker.config_dir}/shell:/site/rc"  # the site's own rc files kept
+    assert broker_call(worker.calls())["env"]["FLUX_SHELL_RC_PATH"] == rc_path
+    assert f"export FLUX_SHELL_RC_PATH={rc_path}" in (node_env.parent / "env.sh").read_text()
+    assert (worker.config_dir / "shell" / "node-env.lua").exists()
+
+
 def test_worker_restarts_with_short_backoff_then_exits_zero(tmp_path):
     worker = pod(tmp_path, spec(["true"]), 1, FAKE_BROKER_EXITS="1,1,0")
     started = time.monotonic()

@@ -24,16 +24,29 @@ from fluxhop.render.scripts import (
     entrypoint_script,
     init_script,
     metrics_program,
+    node_env_rc,
     ready_script,
 )
 from fluxhop.spec.metrics import BROKER_PORT
 from fluxhop.spec.minicluster import MiniCluster
 
-__all__ = ["BROKER_PORT", "Bundle", "Layout", "build_bundle", "flux_run_args", "k8s_escape"]
+__all__ = [
+    "BROKER_PORT",
+    "NODE_NAME_VAR",
+    "Bundle",
+    "Layout",
+    "build_bundle",
+    "flux_run_args",
+    "k8s_escape",
+    "node_local_names",
+]
 
 DEFAULT_TOPOLOGY = "kary:256"  # the Flux Operator's -Stbon.fanout=256
 DEFAULT_PATHS = PodPaths()
 COMMAND_FILES = ("init", "pre", "broker_pre", "worker_pre", "post", "script")
+# The Kubernetes node a pod runs on, in every Flux container fluxhop renders
+# (render/pod.py gives it from the downward API).
+NODE_NAME_VAR = "FLUXHOP_NODE_NAME"
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,17 @@ def _broker_args(spec: MiniCluster) -> list[str]:
     return args
 
 
+def node_local_names(spec: MiniCluster) -> list[str]:
+    """The Flux container's variables whose value differs from pod to pod:
+    the node's name and every variable that names it, ``$(FLUXHOP_NODE_NAME)``
+    (a rabbit's NNF_NODE_NAME). A job's tasks get their own pod's values of
+    these (templates/node-env.lua); every other variable is the submitter's."""
+    body = spec.spec
+    reference = f"$({NODE_NAME_VAR})"
+    environment = {**body.flux.environment, **body.flux_container.environment}
+    return [NODE_NAME_VAR, *(k for k, v in environment.items() if reference in v)]
+
+
 def _cores_per_node(spec: MiniCluster) -> int | None:
     cpu = spec.spec.flux_container.resources.cpu()
     if cpu is None:
@@ -200,6 +224,7 @@ def build_bundle(
         broker_args=_broker_args(spec),
         flux_run_args=flux_run_args(spec, counted_cores=resources is not None),
         metrics_port=body.metrics.port if body.serves_metrics else 0,
+        node_env=node_local_names(spec),
         paths=paths,
     )
     files = {
@@ -209,6 +234,7 @@ def build_bundle(
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
         "metrics.py": metrics_program(),  # always: fluxhop status runs it too
+        "node-env.lua": node_env_rc(),
     }
     where = {
         "entrypoint.sh": "entrypoint.sh",
@@ -217,6 +243,7 @@ def build_bundle(
         "broker.toml": paths.relative("broker.toml", "broker/broker.toml"),
         "hostlist": "hostlist",
         "metrics.py": "metrics.py",
+        "node-env.lua": paths.relative("node-env.lua", "shell/node-env.lua"),
     }
     if not flux.container.disable:
         files["init.sh"] = init_script(spec.name, root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fluxhop.errors import SpecError
-from fluxhop.render.bundle import BROKER_PORT, Bundle, k8s_escape
+from fluxhop.render.bundle import BROKER_PORT, NODE_NAME_VAR, Bundle, k8s_escape
 from fluxhop.render.objects import (
     common_labels,
     config_map_name,
@@ -30,7 +30,7 @@ OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside
 # must name it (a rabbit's NNF_NODE_NAME, as NNF gives its own containers).
 NODE_NAME_ENV = {
-    "name": "FLUXHOP_NODE_NAME",
+    "name": NODE_NAME_VAR,
     "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
 }
 # Rank 0's pod is Ready once its broker is in the run state (the instance is

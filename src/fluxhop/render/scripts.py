@@ -1,4 +1,5 @@
-"""The pod scripts: entrypoint, flux-view init, connect helper, readiness probe.
+"""The pod scripts: entrypoint, flux-view init, connect helper, readiness probe,
+the job shell's rc.
 
 Each script is a static bash body (``templates/*.sh``, shellcheck-clean) under
 a generated block of parameters. Every value is shell-quoted here, so nothing
@@ -21,6 +22,7 @@ __all__ = [
     "entrypoint_script",
     "init_script",
     "metrics_program",
+    "node_env_rc",
     "ready_script",
 ]
 
@@ -46,6 +48,12 @@ class PodPaths:
     @property
     def broker_subdir(self) -> str:
         return "" if self.flat else "broker"
+
+    @property
+    def shell_subdir(self) -> str:
+        """Where the job shell's rc files sit (FLUX_SHELL_RC_PATH sources
+        every ``*.lua`` there)."""
+        return "" if self.flat else "shell"
 
     def relative(self, key: str, nested: str) -> str:
         """Where ConfigMap ``key`` sits under ``config_dir``."""
@@ -100,6 +108,8 @@ class EntrypointParams:
     flux_run_args: list[str] = field(default_factory=list)
     max_restarts: int = MAX_WORKER_RESTARTS
     metrics_port: int = 0  # 0: rank 0 serves no metrics
+    # variables whose value differs from pod to pod: each pod's tasks get its own
+    node_env: list[str] = field(default_factory=list)
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -108,6 +118,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("default_config_dir", p.paths.config_dir),
         _assign("default_curve_dir", p.paths.curve_dir),
         _assign("broker_subdir", p.paths.broker_subdir),
+        _assign("shell_subdir", p.paths.shell_subdir),
         _assign("default_flux_root", p.flux_root),
         _assign("view_enabled", p.view_enabled),
         _assign("view_name", p.view_name),
@@ -124,6 +135,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("metrics_port", p.metrics_port),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
+        _array("node_env", p.node_env),
     ]
     return _header("Entrypoint", p.name) + "\n".join(lines) + "\n\n" + _template("entrypoint.sh")
 
@@ -147,6 +159,12 @@ def metrics_program() -> str:
 
 def connect_script(name: str, flux_root: str) -> str:
     return _rooted("Connect helper", "connect.sh", name, flux_root)
+
+
+def node_env_rc() -> str:
+    """The job shell's rc that gives tasks their own pod's node-local
+    variables (``node_env``): static Lua, no settings."""
+    return _template("node-env.lua")
 
 
 def ready_script(name: str, flux_root: str) -> str:

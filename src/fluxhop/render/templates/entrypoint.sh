@@ -159,11 +159,27 @@ write_resources() {
     say "resources: $cores cores per node (detected with nproc)"
 }
 
+write_node_env() {
+    # This pod's own values of the variables that differ from pod to pod
+    # (node_env): every job shell on this pod gives them to its tasks
+    # (node-env.lua, found through FLUX_SHELL_RC_PATH in the job's
+    # environment), where the job's environment, its submitter's, has rank
+    # 0's. The rc path goes to the broker and so to the jobs it starts, and to
+    # env.sh for the jobs submitted from inside the pod.
+    local name
+    for name in ${node_env[@]+"${node_env[@]}"}; do
+        if [ -n "${!name+set}" ]; then printf '%s=%s\n' "$name" "${!name}"; fi
+    done >"$runtime/node.env.new"
+    mv "$runtime/node.env.new" "$runtime/node.env"
+    export FLUX_SHELL_RC_PATH="$config_dir${shell_subdir:+/$shell_subdir}${FLUX_SHELL_RC_PATH:+:$FLUX_SHELL_RC_PATH}"
+}
+
 write_env() {
     # For people who exec into the pod: `. $runtime/env.sh` gives them flux.
     {
         printf 'export PATH=%q\n' "$PATH"
         printf 'export FLUX_URI=%q\n' "local://$runtime/broker/local-$rank"
+        printf 'export FLUX_SHELL_RC_PATH=%q\n' "$FLUX_SHELL_RC_PATH"
         if [ -n "${FLUX_RC_EXTRA:-}" ]; then printf 'export FLUX_RC_EXTRA=%q\n' "$FLUX_RC_EXTRA"; fi
         if [ -n "${FLUX_MODULE_PATH_PREPEND:-}" ]; then
             printf 'export FLUX_MODULE_PATH_PREPEND=%q\n' "$FLUX_MODULE_PATH_PREPEND"
@@ -286,6 +302,7 @@ main() {
     install_cert
     write_resources
     broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$runtime/state")
+    write_node_env
     write_env
     run_snippet pre
 
