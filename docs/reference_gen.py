@@ -197,6 +197,10 @@ def extensions() -> dict[str, str]:
     found["spec.metrics.namespaces"] = (
         "namespaces whose pods may scrape it, besides its own; `--metrics-namespace`"
     )
+    found["spec.containers[].hostPorts"] = (
+        "ports published on the pod's node too (hostPort = containerPort), one pod per node; "
+        "a rabbit MiniCluster's are NNF's ([rabbits](../guides/rabbit.md))"
+    )
     found["spec.pod.tolerations[].tolerationSeconds"] = (
         "Kubernetes' own toleration field, which the Flux Operator's CRD lacks"
     )

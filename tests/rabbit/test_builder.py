@@ -8,6 +8,7 @@ import pytest
 from fluxhop.rabbit import RabbitError, RabbitRequest, Workflow
 from fluxhop.rabbit.storage import RabbitVolume
 from fluxhop.render import render
+from fluxhop.render.bundle import node_local_names
 from tests.rabbit.conftest import RABBITS, WORKFLOW_UID, rabbit_job, workflow_object
 from tests.schemas import validate
 
@@ -351,6 +352,12 @@ def test_each_pod_is_told_its_rabbit_and_the_workflows_ports(target, workflow):
     assert values["NNF_NODE_NAME"] == "$(FLUXHOP_NODE_NAME)"
     assert values["NNF_CONTAINER_PORTS"] == values["NNF_CONTAINER_PORTS_mpi"] == "30000,30001"
     assert values["NNF_CONTAINER_SUBDOMAIN"] == "fluxjob-1234"  # the MiniCluster's, not NNF's pods'
+    # published on each rabbit, as NNF publishes them on its launcher's node
+    ports = {p["containerPort"]: p for p in template["containers"][0]["ports"]}
+    assert ports[30000]["hostPort"] == 30000 and ports[30001]["hostPort"] == 30001
+    assert "hostPort" not in ports[8050]  # the brokers' own port stays in the pod
+    # and each pod's tasks get their own node's NNF_NODE_NAME (node-env.lua)
+    assert "NNF_NODE_NAME" in node_local_names(spec)
 
 
 @pytest.mark.parametrize("target", ["job", "jobset"])
@@ -365,8 +372,20 @@ def test_one_pod_per_rabbit_is_required_not_preferred(target):
 
 
 def test_the_flux_operators_pods_get_no_node_name_they_cannot_fill(workflow):
-    env = build(workflow=workflow, target="minicluster").spec.flux_container.environment
-    assert "NNF_NODE_NAME" not in env and "NNF_CONTAINER_SUBDOMAIN" in env
+    workflow["status"] = {"env": {"NNF_CONTAINER_PORTS": "30000"}}
+    lead = build(workflow=workflow, target="minicluster").spec.flux_container
+    assert "NNF_NODE_NAME" not in lead.environment and "NNF_CONTAINER_SUBDOMAIN" in lead.environment
+    assert lead.host_ports == []  # the Flux Operator's CRD has no place for them
+
+
+@pytest.mark.parametrize("listed", ["30000,x", "30000,70000", "-1"])
+def test_a_workflow_port_that_is_not_a_port_is_one_line(workflow, listed):
+    workflow["status"] = {"env": {"NNF_CONTAINER_PORTS_mpi": listed}}
+    with pytest.raises(
+        RabbitError,
+        match=r"^Workflow fluxjob-1234 status.env.NNF_CONTAINER_PORTS_mpi must list port numbers \(1-65535\) with commas, not ",
+    ):
+        build(workflow=workflow)
 
 
 def test_a_workflow_port_that_is_not_a_string_is_one_line(workflow):

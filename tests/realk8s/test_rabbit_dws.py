@@ -104,6 +104,7 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     saved: list[str] = []
     ended: dict[str, Any] = {}
     placed: dict[str, str] = {}  # pod (by rank) -> its rabbit
+    published: list[list[int]] = []  # each pod's host ports
     client = fluxhop.Client(namespace=ns, kubeconfig=cluster.admin_kubeconfig)
     root = str(machine.nnf.prefix)
 
@@ -119,6 +120,8 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
         pods = admin.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"job-name={name}")
         placed.update({p["metadata"]["name"].rsplit("-", 1)[0]: p["spec"]["nodeName"]
                        for p in pods["items"]})  # fmt: skip
+        published.extend([port["hostPort"] for port in p["spec"]["containers"][0]["ports"]
+                          if "hostPort" in port] for p in pods["items"])  # fmt: skip
 
     def post_run(flow: dict[str, Any]) -> None:
         client.wait(name, timeout=300)  # the job's end, which the workload manager waits for
@@ -145,11 +148,12 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
     # one pod on each rabbit; each one's tasks see its own rabbit as NNF_NODE_NAME
     # (a Flux job's environment is rank 0's: the job shell's rc sets it), and the
-    # ports NNF's port manager gave the Workflow
+    # ports NNF's port manager gave the Workflow, published on every rabbit
     assert sorted(placed.values()) == sorted(RABBITS), placed
     for pod, rabbit in placed.items():
         told = f"on {rabbit} as {pod} ports 30000,30001 mpi 30000,30001"
         assert saved[0].count(told) == 1, (told, saved)
+    assert published == [[30000, 30001]] * len(RABBITS), published
     assert ended["code"] == 0 and len(saved) == 1, (ended, saved)
     machine.finish(name)
     eventually("the MiniCluster's objects gone",

@@ -98,10 +98,15 @@ class Workflow:
         ports = []
         for key, value in sorted(status_env.items()):
             if str(key) == PORTS or str(key).startswith(f"{PORTS}_"):
+                where = f"Workflow {metadata['name']} status.env.{key}"
                 if not isinstance(value, str):
+                    raise RabbitError(f"{where} must be a string, not {shown(value)}")
+                try:
+                    _port_list(value)
+                except ValueError:
                     raise RabbitError(
-                        f"Workflow {metadata['name']} status.env.{key} must be a string, not {shown(value)}"
-                    )
+                        f"{where} must list port numbers (1-65535) with commas, not {shown(value)}"
+                    ) from None
                 ports.append((str(key), value))
         return cls(
             name=str(metadata["name"]),
@@ -113,6 +118,10 @@ class Workflow:
             group_id=ids["groupID"],
             ports=tuple(ports),
         )
+
+    def port_numbers(self) -> list[int]:
+        """Every port NNF_CONTAINER_PORTS lists, in its order (checked as read)."""
+        return _port_list(dict(self.ports).get(PORTS, ""))
 
     def owner_problem(self, uid: int, gid: int) -> str | None:
         """Why a job owner of ``uid``/``gid`` may not run this Workflow's
@@ -159,3 +168,11 @@ class Workflow:
                 continue  # xfs and raw are per compute node and cannot be mounted twice
             found.append(FileSystem(index, command, args["name"], kind))
         return found
+
+
+def _port_list(listed: str) -> list[int]:
+    """NNF's list of ports ("30000,30001"; nnf-sos getContainerPortsList)."""
+    ports = [int(word) for word in listed.split(",") if word.strip()]
+    if any(not 1 <= port <= 65535 for port in ports):
+        raise ValueError(listed)
+    return ports

@@ -68,6 +68,14 @@ def _leave_out(body: dict[str, Any]) -> None:
                 FluxhopWarning,
                 stacklevel=3,
             )
+    for index, container in enumerate(body.get("containers") or []):
+        if container.pop("hostPorts", None) is not None:
+            warnings.warn(
+                f"spec.containers[{index}].hostPorts is not copied into the MiniCluster "
+                f"resource: {_EXTENSION}",
+                FluxhopWarning,
+                stacklevel=3,
+            )
     for (section, field), why in _LEFT_OUT.items():
         part = body.get(section) or {}
         if part.pop(field, None) is not None:

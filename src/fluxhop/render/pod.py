@@ -157,15 +157,10 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
         NODE_NAME_ENV,
         *_env(lead, {**cma_environment(spec), **spec.spec.flux.environment}),
     ]
-    ports = [{"name": "flux-broker", "containerPort": BROKER_PORT, "protocol": "TCP"}]
-    named = {BROKER_PORT}
+    named = {BROKER_PORT: "flux-broker"}
     if spec.spec.serves_metrics:  # rank 0 serves it; every pod has one template
-        ports.append(
-            {"name": "metrics", "containerPort": spec.spec.metrics.port, "protocol": "TCP"}
-        )
-        named.add(spec.spec.metrics.port)
-    ports += [{"containerPort": p, "protocol": "TCP"} for p in lead.ports if p not in named]
-    out["ports"] = ports
+        named[spec.spec.metrics.port] = "metrics"
+    out["ports"] = _ports(lead, named)
     mounts = [*_flux_mounts(spec), {"name": CURVE_VOLUME, "mountPath": CURVE_DIR, "readOnly": True}]
     user = _volume_mounts(lead)
     if not any(m["mountPath"] == "/dev/shm" for m in user):
@@ -176,6 +171,21 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     return out
 
 
+def _ports(container: Container, named: dict[int, str]) -> list[dict[str, Any]]:
+    """The ``named`` ports first, then the container's own, each once; a
+    port in ``hostPorts`` is published on the node under the same number."""
+    numbers = [*named, *container.ports, *container.host_ports]
+    ports = []
+    for number in dict.fromkeys(numbers):  # in order, each once
+        port: dict[str, Any] = {"name": named[number]} if number in named else {}
+        port["containerPort"] = number
+        if number in container.host_ports:
+            port["hostPort"] = number
+        port["protocol"] = "TCP"
+        ports.append(port)
+    return ports
+
+
 def _sidecar(spec: MiniCluster, container: Container) -> dict[str, Any]:
     out: dict[str, Any] = {"name": container.name, **_container_common(spec, container)}
     if container.command:
@@ -183,8 +193,9 @@ def _sidecar(spec: MiniCluster, container: Container) -> dict[str, Any]:
     env = _env(container, {})
     if env:
         out["env"] = env
-    if container.ports:
-        out["ports"] = [{"containerPort": p, "protocol": "TCP"} for p in container.ports]
+    ports = _ports(container, {})
+    if ports:
+        out["ports"] = ports
     out["volumeMounts"] = [*_flux_mounts(spec), *_volume_mounts(container)]
     return out
 

@@ -237,6 +237,10 @@ class Container(Model):
     pull_always: bool = False
     security_context: SecurityContext | None = None
     ports: list[Port] = Field(default=[])
+    # a fluxhop extension: ports published on the pod's node too (hostPort =
+    # containerPort), as NNF publishes the ports its port manager gives a
+    # Workflow's containers; the scheduler then puts no two such pods on a node
+    host_ports: list[Port] = Field(default=[])
     secrets: dict[EnvName, SecretRef] = Field(default_factory=dict)
     commands: Commands = Field(default_factory=Commands)
     life_cycle: LifeCycle = Field(default_factory=LifeCycle)
@@ -292,6 +296,14 @@ class Container(Model):
         for port in value:
             if not 1 <= port <= 65535:
                 raise ValueError(f"port {port} is not in 1-65535")
+        return value
+
+    @field_validator("host_ports")
+    @classmethod
+    def _host_ports_once(cls, value: list[int]) -> list[int]:
+        repeated = sorted({port for port in value if value.count(port) > 1})
+        if repeated:
+            raise ValueError(f"lists port {repeated[0]} twice; list each host port once")
         return value
 
     def pull_policy(self) -> str | None:

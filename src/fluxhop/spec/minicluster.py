@@ -170,6 +170,11 @@ class MiniClusterSpec(Model):
         )  # fmt: skip
         if mismatch:
             warnings.warn(mismatch, FluxhopWarning, stacklevel=2)
+        if (self.pod.pods_per_node or 1) > 1 and any(c.host_ports for c in self.containers):
+            raise ValueError(
+                f"pod.podsPerNode {self.pod.pods_per_node} puts pods side by side, but only one "
+                "pod on a node can publish a container's hostPorts; set podsPerNode: 1 or drop hostPorts"
+            )
         if self.pod.security_profile == "restricted":
             problem = restricted_problem(self)
             if problem:

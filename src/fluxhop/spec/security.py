@@ -44,6 +44,8 @@ def restricted_problem(spec: MiniClusterSpec) -> str | None:
             return f"{_WHY}: pod.securityContext runs as root; set runAsUser to a non-zero id"
         if (pod_context.seccomp_profile or {}).get("type") == "Unconfined":
             return f"{_WHY}: pod.securityContext.seccompProfile Unconfined is not allowed; drop it"
+    if any(c.host_ports for c in spec.containers):
+        return f"{_WHY}: hostPorts publish ports on the node, which is not allowed; drop them"
     for where, context in _contexts(spec):
         if context.run_as_user == 0 or context.run_as_non_root is False:
             return f"{_WHY}: {where}.securityContext runs as root; set runAsUser to a non-zero id"
