@@ -289,10 +289,17 @@ def table(results: dict[int, dict[str, dict[str, Any]]]) -> None:
     print("PreRun's own part's p50 past DWS's time per Workflow: " + (", ".join(past) or "never"))
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:  # 0 would be client-go's own default (5), not "unlimited"
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counts", default="10,100,1000")
-    parser.add_argument("--api-qps", type=int, default=None,
+    parser.add_argument("--api-qps", type=positive, default=None,
                         help="the controller manager's and the scheduler's client rate "
                              "(default: Kubernetes' own, 20 and 50 requests a second)")  # fmt: skip
     args = parser.parse_args()
@@ -310,7 +317,8 @@ def main() -> None:
     logging.getLogger("fluxhop").propagate = False
     cluster = LocalCluster(bin_dir() or Path(), nodes, audited=(f"system:serviceaccounts:{WLM}",),
                            api_qps=args.api_qps).start()  # fmt: skip
-    print(f"control plane's client rate: {args.api_qps or 'Kubernetes defaults'} requests/s")
+    rate = "Kubernetes' defaults" if args.api_qps is None else f"{args.api_qps} requests/s"
+    print(f"control plane's client rate: {rate}")
     dws = None
     try:
         dws = Dws(cluster).start()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,14 +103,16 @@ def lustre_crd() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _ports(data: dict[str, Any]) -> dict[str, str]:
+def _ports(data: dict[str, Any], first: Callable[[int], int]) -> dict[str, str]:
     """What nnf-sos' addPortsEnvVars writes to the Workflow's status.env for a
     profile with ``numPorts``: every port the port manager gave the Workflow
     (numPorts per container of the profile), and each container's share.
-    Here the port manager hands out ports from FIRST_PORT on."""
+    ``first(count)`` is where the Workflow's ``count`` ports start."""
     containers = [c["name"] for c in (data.get("spec") or {}).get("containers") or []]
     each = int(data.get("numPorts") or 0)
-    ports = [str(FIRST_PORT + i) for i in range(each * len(containers))]
+    count = each * len(containers)
+    start = first(count) if count else 0
+    ports = [str(start + i) for i in range(count)]
     if not ports:
         return {}
     env = {"NNF_CONTAINER_PORTS": ",".join(ports)}
@@ -143,6 +146,16 @@ class Nnf:
     prefix: Path
     computes: dict[str, str]
     seen: list[str] = field(default_factory=list)  # "<state> <wf>" for every state served
+    # the played port manager: each Workflow's first port (by UID), never two
+    # Workflows the same ports, as NNF's NnfPortManager allocates them
+    port_starts: dict[str, int] = field(default_factory=dict)
+    next_port: int = FIRST_PORT
+
+    def _first_port(self, uid: str, count: int) -> int:
+        if uid not in self.port_starts:
+            self.port_starts[uid] = self.next_port
+            self.next_port += count
+        return self.port_starts[uid]
 
     # --- the objects ------------------------------------------------------------------
     def _owned(self, flow: dict[str, Any], name: str, kind: str, api: str) -> dict[str, Any]:
@@ -323,7 +336,7 @@ class Nnf:
         env["NNF_CONTAINER_DOMAIN"] = f"{ns}.svc.cluster.local"
         env["NNF_CONTAINER_HOSTNAMES"] = " ".join(sorted(self._rabbits()))
         pinned = self.admin.get(f"{NNF_API}/namespaces/{ns}/nnfcontainerprofiles/{wf}-{index}")
-        env.update(_ports(pinned["data"]))
+        env.update(_ports(pinned["data"], lambda n: self._first_port(flow["metadata"]["uid"], n)))
         if pinned["data"].get("createContainer", True):
             return  # NNF would start its own pods: not what a MiniCluster is for
         by_name = {a["name"]: (i, c) for i, c, a in self._directives(flow) if c in STORAGE}

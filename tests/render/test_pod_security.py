@@ -22,7 +22,7 @@ from fluxhop.trainer import build as trainer_build
 from tests.conformance import CONFORMANCE
 from tests.documents import mappings
 from tests.pss import BASELINE_CAPABILITIES, pod_specs, violations
-from tests.rabbit.conftest import RABBITS, rabbit_job
+from tests.rabbit.conftest import RABBITS, rabbit_job, workflow_object
 from tests.render.test_render import CERT, lead_container, pod_spec, spec_of
 from tests.schemas import validate
 from tests.trainer.conftest import EXAMPLES as TRAINER_EXAMPLES
@@ -167,6 +167,24 @@ def test_rabbit_pods_break_baseline_only_by_the_host_paths_nnf_needs(target):
     assert violations(template, "baseline") == [f"hostPath volumes: {n}" for n in host_paths]
     added = template["spec"]["containers"][0]["securityContext"]["capabilities"]["add"]
     assert set(added) <= BASELINE_CAPABILITIES and "NET_BIND_SERVICE" in added
+
+
+@pytest.mark.parametrize("target", ["job", "jobset"])
+def test_rabbit_pods_with_nnfs_ports_publish_them_on_the_host(target):
+    """A Workflow whose profile asks for ports: its pods publish them on each
+    rabbit as NNF does, which baseline forbids too."""
+    flow = workflow_object(name="fluxjob-1")
+    flow["status"] = {"env": {"NNF_CONTAINER_PORTS": "30000,30001"}}
+    request = RabbitRequest.from_jobspec(rabbit_job({}))
+    spec = request.to_minicluster(RABBITS, name="fluxjob-1", uid=1001, gid=2001, workflow=flow,
+                                  target=target)  # fmt: skip
+    ((_, template),) = pod_specs(quiet_render(spec, target))
+    found = violations(template, "baseline")
+    assert [v for v in found if v.startswith("host ports")] == [
+        "host ports: containers[fluxjob-1] 30000",
+        "host ports: containers[fluxjob-1] 30001",
+    ], found
+    assert all(v.startswith(("host ports", "hostPath")) for v in found), found
 
 
 # --- restricted -------------------------------------------------------------------

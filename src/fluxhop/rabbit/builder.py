@@ -188,12 +188,11 @@ def rabbit_minicluster(
             "capabilities": {"add": list(CAPABILITIES), "drop": ["ALL"]},
         },
     }
-    if workflow is not None and target != Target.MINICLUSTER:
+    host_ports = workflow.port_numbers() if workflow is not None else []
+    if host_ports and target != Target.MINICLUSTER:
         # published on each rabbit, as NNF publishes them on its launcher's
         # node; the Flux Operator's CRD has no place for them
-        host_ports = workflow.port_numbers()
-        if host_ports:
-            container["hostPorts"] = host_ports
+        container["hostPorts"] = host_ports
     if cxi_resource is not None:  # None: a system without the CXI device plugin (no Slingshot)
         container["resources"] = {"limits": {cxi_resource: 1}, "requests": {cxi_resource: 1}}
     if request.command:

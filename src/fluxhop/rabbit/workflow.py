@@ -98,15 +98,10 @@ class Workflow:
         ports = []
         for key, value in sorted(status_env.items()):
             if str(key) == PORTS or str(key).startswith(f"{PORTS}_"):
-                where = f"Workflow {metadata['name']} status.env.{key}"
                 if not isinstance(value, str):
-                    raise RabbitError(f"{where} must be a string, not {shown(value)}")
-                try:
-                    _port_list(value)
-                except ValueError:
                     raise RabbitError(
-                        f"{where} must list port numbers (1-65535) with commas, not {shown(value)}"
-                    ) from None
+                        f"Workflow {metadata['name']} status.env.{key} must be a string, not {shown(value)}"
+                    )
                 ports.append((str(key), value))
         return cls(
             name=str(metadata["name"]),
@@ -120,8 +115,23 @@ class Workflow:
         )
 
     def port_numbers(self) -> list[int]:
-        """Every port NNF_CONTAINER_PORTS lists, in its order (checked as read)."""
-        return _port_list(dict(self.ports).get(PORTS, ""))
+        """Every port the NNF_CONTAINER_PORTS variables list, in their order
+        (NNF's "30000,30001"; nnf-sos getContainerPortsList). Checked here, for
+        the MiniCluster to be made, not as the Workflow is read: a Workflow
+        whose ports are wrong must still be torn down."""
+        numbers: list[int] = []
+        for key, listed in self.ports:
+            try:
+                ports = [int(word) for word in listed.split(",") if word.strip()]
+                if any(not 1 <= port <= 65535 for port in ports):
+                    raise ValueError(listed)
+            except ValueError:
+                raise RabbitError(
+                    f"Workflow {self.name} status.env.{key} must list port numbers (1-65535) "
+                    f"with commas, not {shown(listed)}"
+                ) from None
+            numbers += ports if key == PORTS else []
+        return numbers
 
     def owner_problem(self, uid: int, gid: int) -> str | None:
         """Why a job owner of ``uid``/``gid`` may not run this Workflow's
@@ -168,11 +178,3 @@ class Workflow:
                 continue  # xfs and raw are per compute node and cannot be mounted twice
             found.append(FileSystem(index, command, args["name"], kind))
         return found
-
-
-def _port_list(listed: str) -> list[int]:
-    """NNF's list of ports ("30000,30001"; nnf-sos getContainerPortsList)."""
-    ports = [int(word) for word in listed.split(",") if word.strip()]
-    if any(not 1 <= port <= 65535 for port in ports):
-        raise ValueError(listed)
-    return ports

@@ -11,9 +11,11 @@ host.
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from dataclasses import dataclass, field
 
-from fluxhop.errors import SpecError
+from fluxhop.errors import FluxhopWarning, SpecError
 from fluxhop.flux.broker import CORES_AS_SLOTS, BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
@@ -47,6 +49,7 @@ COMMAND_FILES = ("init", "pre", "broker_pre", "worker_pre", "post", "script")
 # The Kubernetes node a pod runs on, in every Flux container fluxhop renders
 # (render/pod.py gives it from the downward API).
 NODE_NAME_VAR = "FLUXHOP_NODE_NAME"
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -143,13 +146,29 @@ def _broker_args(spec: MiniCluster) -> list[str]:
 
 def node_local_names(spec: MiniCluster) -> list[str]:
     """The Flux container's variables whose value differs from pod to pod:
-    the node's name and every variable that names it, ``$(FLUXHOP_NODE_NAME)``
-    (a rabbit's NNF_NODE_NAME). A job's tasks get their own pod's values of
-    these (templates/node-env.lua); every other variable is the submitter's."""
+    the node's name and every variable defined from one of them,
+    ``$(FLUXHOP_NODE_NAME)`` (a rabbit's NNF_NODE_NAME) or ``$(NNF_NODE_NAME)``.
+    A job's tasks get their own pod's values of these (templates/node-env.lua);
+    every other variable is the submitter's. A name that is no shell name
+    cannot be passed on (the entrypoint is bash): said, and left out."""
     body = spec.spec
-    reference = f"$({NODE_NAME_VAR})"
     environment = {**body.flux.environment, **body.flux_container.environment}
-    return [NODE_NAME_VAR, *(k for k, v in environment.items() if reference in v)]
+    local = [NODE_NAME_VAR]
+    grown = True
+    while grown:  # until no variable names one found so far
+        found = [name for name, value in environment.items() if name not in local
+                 and any(f"$({known})" in value for known in local)]  # fmt: skip
+        local += found
+        grown = bool(found)
+    for name in [n for n in local if not SHELL_NAME.fullmatch(n)]:
+        warnings.warn(
+            f"environment variable {name} differs from pod to pod, but it is no shell name: a job's "
+            "tasks get rank 0's value (name it with letters, digits and _)",
+            FluxhopWarning,
+            stacklevel=3,
+        )
+        local.remove(name)
+    return local
 
 
 def _cores_per_node(spec: MiniCluster) -> int | None:
@@ -234,7 +253,7 @@ def build_bundle(
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
         "metrics.py": metrics_program(),  # always: fluxhop status runs it too
-        "node-env.lua": node_env_rc(),
+        "node-env.lua": node_env_rc(spec.name, root),
     }
     where = {
         "entrypoint.sh": "entrypoint.sh",

@@ -39,6 +39,7 @@ __all__ = [
     "ResourceRequirements",
     "SecretRef",
     "SecurityContext",
+    "host_ports_problem",
 ]
 
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"  # the CRD default
@@ -308,3 +309,23 @@ class Container(Model):
 
     def pull_policy(self) -> str | None:
         return "Always" if self.pull_always else self.image_pull_policy
+
+
+def host_ports_problem(containers: list[Container], pods_per_node: int | None) -> str | None:
+    """Why the pods cannot publish the containers' hostPorts, or None: a node
+    publishes each port once, for one container of one pod."""
+    owner: dict[int, int] = {}
+    for index, container in enumerate(containers):
+        for port in container.host_ports:
+            if port in owner:
+                return (
+                    f"containers[{index}].hostPorts: {port} is published by "
+                    f"containers[{owner[port]}] already; publish it once"
+                )
+            owner[port] = index
+    if owner and (pods_per_node or 1) > 1:
+        return (
+            f"pod.podsPerNode {pods_per_node} puts pods side by side, but only one pod on a "
+            "node can publish hostPorts; set podsPerNode: 1 or drop hostPorts"
+        )
+    return None

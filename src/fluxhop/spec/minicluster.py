@@ -47,6 +47,7 @@ from fluxhop.spec.container import (
     ResourceRequirements,
     SecretRef,
     SecurityContext,
+    host_ports_problem,
 )
 from fluxhop.spec.fluxsettings import (
     DEFAULT_VIEW_IMAGE,
@@ -170,11 +171,9 @@ class MiniClusterSpec(Model):
         )  # fmt: skip
         if mismatch:
             warnings.warn(mismatch, FluxhopWarning, stacklevel=2)
-        if (self.pod.pods_per_node or 1) > 1 and any(c.host_ports for c in self.containers):
-            raise ValueError(
-                f"pod.podsPerNode {self.pod.pods_per_node} puts pods side by side, but only one "
-                "pod on a node can publish a container's hostPorts; set podsPerNode: 1 or drop hostPorts"
-            )
+        problem = host_ports_problem(self.containers, self.pod.pods_per_node)
+        if problem:
+            raise ValueError(problem)
         if self.pod.security_profile == "restricted":
             problem = restricted_problem(self)
             if problem:

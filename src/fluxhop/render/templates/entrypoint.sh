@@ -166,9 +166,14 @@ write_node_env() {
     # environment), where the job's environment, its submitter's, has rank
     # 0's. The rc path goes to the broker and so to the jobs it starts, and to
     # env.sh for the jobs submitted from inside the pod.
-    local name
+    local name nl=$'\n'
     for name in ${node_env[@]+"${node_env[@]}"}; do
-        if [ -n "${!name+set}" ]; then printf '%s=%s\n' "$name" "${!name}"; fi
+        if [ -z "${!name+set}" ]; then continue; fi
+        if [[ "${!name}" == *"$nl"* ]]; then
+            say "$name has a line break: a job's tasks get the submitter's value"
+            continue
+        fi
+        printf '%s=%s\n' "$name" "${!name}"
     done >"$runtime/node.env.new"
     mv "$runtime/node.env.new" "$runtime/node.env"
     export FLUX_SHELL_RC_PATH="$config_dir${shell_subdir:+/$shell_subdir}${FLUX_SHELL_RC_PATH:+:$FLUX_SHELL_RC_PATH}"

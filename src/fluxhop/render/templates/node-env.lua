@@ -5,12 +5,13 @@
 -- environment, so a variable that differs from pod to pod (FLUXHOP_NODE_NAME,
 -- a rabbit's NNF_NODE_NAME) would reach every task with rank 0's value. Each
 -- pod's entrypoint writes its own values to <flux root>/run/node.env. Every
--- job shell sources this file (FLUX_SHELL_RC_PATH, in the job's environment),
--- finds that file beside its own broker's socket (the shell's FLUX_URI, which
--- the local broker sets) and puts them in the environment of this node's tasks.
+-- job shell sources this file (FLUX_SHELL_RC_PATH, in the job's environment)
+-- and puts them in the environment of this node's tasks, over the job's own.
+-- The file is found beside the shell's own broker's socket (its FLUX_URI,
+-- which the local broker sets: a Flux root moved with FLUXHOP_FLUX_ROOT), or
+-- else, in an instance started inside a job, at the pod's Flux root.
 local uri = os.getenv ("FLUX_URI") or ""
-local run = uri:match ("^local://(.+)/broker/local%-%d+$")
-if not run then return end
+local run = uri:match ("^local://(.+)/broker/local%-%d+$") or default_run
 local file = io.open (run .. "/node.env")
 if not file then return end
 for line in file:lines () do
