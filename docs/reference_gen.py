@@ -194,6 +194,18 @@ def extensions() -> dict[str, str]:
         "([autoscaling](../guides/metrics.md#autoscaling))"
     )
     found["spec.autoscale.scaleDownDelaySeconds"] = "how long nodes stay idle before a shrink"
+    found["spec.health"] = (
+        "checks that drain a failing node's rank ([health checks](../operations.md#health-checks))"
+    )
+    found["spec.health.onFailure"] = "`drain`: the failing rank is drained until it passes again"
+    found["spec.health.checks"] = "the checks, each run on every broker's node"
+    found["spec.health.checks[].name"] = "names the check in drain reasons and results"
+    found["spec.health.checks[].command"] = (
+        "bash; may call the shipped `fluxhop_gpus`, `fluxhop_disk_free`, `fluxhop_writable`"
+    )
+    found["spec.health.checks[].kind"] = "`passive`: on every node, every interval"
+    found["spec.health.checks[].intervalSeconds"] = "how often it runs"
+    found["spec.health.checks[].timeoutSeconds"] = "a check still running then has failed"
     found["spec.metrics.namespaces"] = (
         "namespaces whose pods may scrape it, besides its own; `--metrics-namespace`"
     )

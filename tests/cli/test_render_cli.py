@@ -163,3 +163,13 @@ def test_run_file_and_flags_conflict(capsys):
 def test_run_requires_an_image(capsys):
     code, _, err = run_cli(capsys, "run", "--dry-run", "hostname")
     assert code == 2 and "--image is required" in err
+
+
+def test_health_checks_from_flags(capsys):
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--image", "x", "-N", "2",
+                             "--health-check", "scratch=fluxhop_disk_free /tmp 100",
+                             "--health-interval", "5", "--", "hostname")  # fmt: skip
+    assert code == 0, err
+    config = next(o for o in yaml.safe_load_all(out) if o["kind"] == "ConfigMap")
+    assert config["data"]["health.scratch.sh"] == "fluxhop_disk_free /tmp 100\n"
+    assert "check_intervals=(5)" in config["data"]["health.sh"]

@@ -42,6 +42,9 @@ RUN_FLAGS: list[tuple[list[str], str]] = [
     (["--pods-per-node", "x"], "'--pods-per-node'"), (["--service-account", "A_B"], "--service-account"),
     (["--image-pull-secret", "x/y"], "--image-pull-secret"), (["--pull-policy", "Sometimes"], "'--pull-policy'"),
     (["--security", "baseline"], "'--security'"), (["--security", "restricted"], "--flux-in-image"),
+    (["--health-check", "disk"], "--health-check"), (["--health-check", "Disk=x"], "--health-check"),
+    (["--health-check", "disk= "], "--health-check"), (["--health-interval", "5"], "--health-interval"),
+    (["--health-check", "a=x", "--health-interval", "0"], "--health-interval"),
 ]  # fmt: skip
 HOP_FLAGS: list[tuple[list[str], str]] = [
     ([], "--rabbits"), (["--rabbits", ""], "rabbits"), (["--rabbits", "a", "--tasks", "0"], "tasks"),

@@ -327,6 +327,20 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
             help="A namespace whose pods may scrape the metrics, besides the MiniCluster's own "
             "(repeatable).",
         ),
+        click.option(
+            "--health-check",
+            "health_checks",
+            multiple=True,
+            metavar="NAME=COMMAND",
+            help="A health check run on every node; failing, it drains the node's rank "
+            "(bash; repeatable; see spec.health).",
+        ),
+        click.option(
+            "--health-interval",
+            type=int,
+            metavar="SECONDS",
+            help="How often each health check runs (default 60).",
+        ),
     ]
 
 

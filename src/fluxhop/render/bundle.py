@@ -21,14 +21,18 @@ from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
     EntrypointParams,
+    HealthParams,
     PodPaths,
     connect_script,
     entrypoint_script,
+    health_checks_library,
+    health_script,
     init_script,
     metrics_program,
     node_env_rc,
     ready_script,
 )
+from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.spec.metrics import BROKER_PORT
 from fluxhop.spec.minicluster import MiniCluster
 
@@ -171,6 +175,31 @@ def node_local_names(spec: MiniCluster) -> list[str]:
     return local
 
 
+def _add_health(
+    spec: MiniCluster, paths: PodPaths, gpus: int, files: dict[str, str], where: dict[str, str]
+) -> None:
+    """spec.health's runner, the shipped checks, and each check's command."""
+    health = spec.spec.health
+    if health is None:
+        return
+    if paths.flat:
+        raise SpecError("spec.health needs the nested ConfigMap layout (not a Trainer runtime's)")
+    checks = health.checks
+    files["health.sh"] = health_script(HealthParams(
+        name=spec.name, names=[c.name for c in checks],
+        intervals=[c.interval_seconds for c in checks],
+        timeouts=[c.timeout_seconds for c in checks],
+        gpus_per_node=gpus, reason_prefix=REASON_PREFIX, config_dir=paths.config_dir,
+    ))  # fmt: skip
+    files["health-checks.sh"] = health_checks_library()
+    where["health.sh"] = "health.sh"
+    where["health-checks.sh"] = "health-checks.sh"
+    for check in checks:
+        command = check.command if check.command.endswith("\n") else check.command + "\n"
+        files[f"health.{check.name}.sh"] = command
+        where[f"health.{check.name}.sh"] = f"health/{check.name}.sh"
+
+
 def _cores_per_node(spec: MiniCluster) -> int | None:
     cpu = spec.spec.flux_container.resources.cpu()
     if cpu is None:
@@ -244,6 +273,7 @@ def build_bundle(
         flux_run_args=flux_run_args(spec, counted_cores=resources is not None),
         metrics_port=body.metrics.port if body.serves_metrics else 0,
         node_env=node_local_names(spec),
+        health_enabled=body.health is not None,
         paths=paths,
     )
     files = {
@@ -270,6 +300,7 @@ def build_bundle(
     if resources is not None:
         files["R"] = resources.to_json() + "\n"
         where["R"] = "R"
+    _add_health(spec, paths, gpus, files, where)
     for command in COMMAND_FILES:
         text = getattr(lead.commands, command)
         if text:

@@ -60,7 +60,8 @@ def _leave_out(body: dict[str, Any]) -> None:
                 stacklevel=3,
             )
     for section, why in (("metrics", "serves no metrics from the instance"),
-                         ("autoscale", "does not size a MiniCluster to its queue")):  # fmt: skip
+                         ("autoscale", "does not size a MiniCluster to its queue"),
+                         ("health", "runs no health checks")):  # fmt: skip
         if body.pop(section, None) is not None:
             warnings.warn(
                 f"spec.{section} is not copied into the MiniCluster resource: {_EXTENSION} (the "

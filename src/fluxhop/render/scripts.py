@@ -17,9 +17,12 @@ from fluxhop.version import __version__
 
 __all__ = [
     "EntrypointParams",
+    "HealthParams",
     "PodPaths",
     "connect_script",
     "entrypoint_script",
+    "health_checks_library",
+    "health_script",
     "init_script",
     "metrics_program",
     "node_env_rc",
@@ -110,6 +113,7 @@ class EntrypointParams:
     metrics_port: int = 0  # 0: rank 0 serves no metrics
     # variables whose value differs from pod to pod: each pod's tasks get its own
     node_env: list[str] = field(default_factory=list)
+    health_enabled: bool = False  # spec.health: the pod runs health.sh
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -133,6 +137,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("max_restarts", p.max_restarts),
         _assign("host_prefix", p.host_prefix),
         _assign("metrics_port", p.metrics_port),
+        _assign("health_enabled", p.health_enabled),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
         _array("node_env", p.node_env),
@@ -159,6 +164,41 @@ def metrics_program() -> str:
 
 def connect_script(name: str, flux_root: str) -> str:
     return _rooted("Connect helper", "connect.sh", name, flux_root)
+
+
+HEALTH_FLUX_TIMEOUT = 10  # seconds a health runner's flux command may take
+
+
+@dataclass(frozen=True)
+class HealthParams:
+    """spec.health's checks, for one MiniCluster's health.sh."""
+
+    name: str
+    names: list[str]
+    intervals: list[int]
+    timeouts: list[int]
+    gpus_per_node: int
+    reason_prefix: str
+    config_dir: str = CONFIG_DIR
+
+
+def health_script(p: HealthParams) -> str:
+    """The runner of the passive checks (templates/health.sh)."""
+    lines = [
+        _assign("default_config_dir", p.config_dir),
+        _assign("gpus_per_node", p.gpus_per_node),
+        _assign("reason_prefix", p.reason_prefix),
+        _assign("flux_timeout", HEALTH_FLUX_TIMEOUT),
+        _array("check_names", p.names),
+        _array("check_intervals", [str(i) for i in p.intervals]),
+        _array("check_timeouts", [str(t) for t in p.timeouts]),
+    ]
+    return _header("Health checks", p.name) + "\n".join(lines) + "\n\n" + _template("health.sh")
+
+
+def health_checks_library() -> str:
+    """The shipped checks a check's command may call (static bash)."""
+    return _template("health-checks.sh")
 
 
 def _lua_string(text: str) -> str:

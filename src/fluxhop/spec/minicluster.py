@@ -56,6 +56,7 @@ from fluxhop.spec.fluxsettings import (
     LoggingSpec,
     Scheduler,
 )
+from fluxhop.spec.health import HealthSpec
 from fluxhop.spec.metrics import MetricsSpec
 from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
@@ -113,6 +114,7 @@ class MiniClusterSpec(Model):
     logging: LoggingSpec = Field(default_factory=LoggingSpec)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)  # a fluxhop extension
     autoscale: AutoscaleSpec | None = None  # a fluxhop extension
+    health: HealthSpec | None = None  # a fluxhop extension
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,

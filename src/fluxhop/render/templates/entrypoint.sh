@@ -232,6 +232,24 @@ stop_metrics() {
     fi
 }
 
+start_health() {
+    # spec.health's passive checks of this node, for the life of the pod (a
+    # worker's broker restarts under it): health.sh drains and undrains this
+    # rank through the local broker.
+    [ "$health_enabled" = 1 ] || return 0
+    bash "$config_dir/health.sh" "$rank" "$flux_bin" "$runtime/broker" &
+    health_pid=$!
+    say "health checks running (spec.health)"
+}
+
+stop_health() {
+    if [ -n "${health_pid:-}" ]; then
+        kill -TERM "$health_pid" 2>/dev/null || true
+        wait "$health_pid" 2>/dev/null || true
+        health_pid=
+    fi
+}
+
 run_lead() {
     run_snippet broker_pre
     local program=()
@@ -312,11 +330,13 @@ main() {
     run_snippet pre
 
     local status=0
+    start_health
     if [ "$rank" = 0 ]; then
         run_lead "$@" || status=$?
     else
         run_worker || status=$?
     fi
+    stop_health
     run_snippet post
     if [ "$terminating" = 1 ]; then
         # Stopped, not finished: a broker shuts down cleanly on SIGTERM and

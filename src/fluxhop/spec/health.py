@@ -1,0 +1,56 @@
+"""``spec.health`` (a fluxhop extension): checks that keep a long-lived
+MiniCluster's nodes good.
+
+Each check is a bash command run on every broker's node (a *passive* check)
+every ``intervalSeconds``, stopped after ``timeoutSeconds``. A rank whose
+check fails is drained with the reason ``health: <check>: <first line>`` and
+undrained once every check passes again, only if health drained it: an
+admin's drain is never touched (render/templates/health.sh runs them; the
+shipped checks, ``fluxhop_gpus``, ``fluxhop_disk_free`` and
+``fluxhop_writable``, are in render/templates/health-checks.sh).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from fluxhop.flux.limits import MAX_SECONDS
+from fluxhop.spec.model import Model
+from fluxhop.spec.rules import DnsLabel
+
+__all__ = ["DEFAULT_INTERVAL", "DEFAULT_TIMEOUT", "REASON_PREFIX", "HealthCheck", "HealthSpec"]
+
+DEFAULT_INTERVAL = 60
+DEFAULT_TIMEOUT = 10
+REASON_PREFIX = "health: "  # how health's drains are told apart from everyone else's
+
+
+class HealthCheck(Model):
+    name: DnsLabel
+    command: str
+    kind: Literal["passive"] = "passive"
+    interval_seconds: int = Field(DEFAULT_INTERVAL, ge=1, le=MAX_SECONDS)
+    timeout_seconds: int = Field(DEFAULT_TIMEOUT, ge=1, le=MAX_SECONDS)
+
+    @field_validator("command")
+    @classmethod
+    def _something_to_run(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty; give the bash command that checks the node")
+        return value
+
+
+class HealthSpec(Model):
+    on_failure: Literal["drain"] = "drain"
+    checks: list[HealthCheck] = Field(min_length=1)
+
+    @field_validator("checks")
+    @classmethod
+    def _names_once(cls, value: list[HealthCheck]) -> list[HealthCheck]:
+        names = [check.name for check in value]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"name {repeated[0]} is used twice; name each check once")
+        return value

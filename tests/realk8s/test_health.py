@@ -1,0 +1,65 @@
+"""spec.health on the real cluster, with real Flux and Fluxion: a passive
+check made to fail on one rank (a file flipped in its pod) drains that rank
+within its interval, with the check's first line as the reason; a job asking
+for every node waits; the check passing again undrains it; an admin's drain
+on another rank, whose check fails and passes too, is left alone."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+NAME = "kept"
+SICK = 'test ! -e /tmp/sick || { echo "a sick file"; echo more; exit 1; }'  # /tmp: the pod's own
+
+
+class Kept(InNamespace):
+    def flux(self, *args: str) -> str:
+        return self.checked("proxy", NAME, "flux", *args)
+
+    def drains(self) -> dict[str, str]:
+        listed = self.flux("resource", "drain", "-n", "-o", "{ranks}|{reason}")
+        return dict(line.split("|", 1) for line in listed.splitlines() if line)
+
+
+@pytest.fixture(scope="module")
+def kept(cluster: LocalCluster, needs_flux) -> Iterator[Kept]:
+    with scratch_namespace(cluster) as (admin, namespace):
+        yield Kept(cluster, admin, namespace)
+
+
+def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
+    done = kept.fluxhop("create", "--name", NAME, "-N", "3", "--flux-in-image", "--image", "host",
+                        "--health-check", f"sick={SICK}", "--health-interval", "2",
+                        timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    eventually("three brokers online", lambda: kept.online(NAME) == 3, timeout=120)
+    assert "sched-fluxion-qmanager" in kept.flux("module", "list")
+    kept.flux("resource", "drain", "2", "maintenance")  # an admin's
+    kept.flux("exec", "-r", "1-2", "touch", "/tmp/sick")
+    reason = "health: sick: a sick file"
+    eventually("rank 1 drained by its check",
+               lambda: kept.drains() == {"1": reason, "2": "maintenance"}, timeout=30)  # fmt: skip
+    job = kept.flux("submit", "-N3", "true").strip()
+    assert kept.flux("jobs", "-no", "{state}", job).strip() in ("DEPEND", "PRIORITY", "SCHED")
+    kept.flux("exec", "-r", "1-2", "rm", "/tmp/sick")
+    eventually("rank 1 undrained", lambda: "1" not in kept.drains(), timeout=30)
+
+    def passing_on_rank_2() -> bool:
+        result = kept.flux("exec", "-r", "2", "cat", "/mnt/flux/run/health/sick")
+        return result.startswith("0 ")
+
+    eventually("rank 2's check passing again", passing_on_rank_2, timeout=30)
+    assert kept.drains() == {"2": "maintenance"}  # the admin's, untouched
+    kept.flux("resource", "undrain", "2")
+    kept.flux("job", "wait-event", "-t", "60", job, "clean")
+    assert kept.flux("jobs", "-no", "{result}", job).strip() == "COMPLETED"
+    status = json.loads(kept.checked("status", NAME, "-o", "json"))
+    assert status["brokers"]["up"] == 3
+    kept.checked("delete", NAME)
