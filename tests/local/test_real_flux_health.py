@@ -81,9 +81,13 @@ def test_a_failing_check_drains_its_rank_until_it_passes(instance):
     sick(instance, 1).unlink()
     sick(instance, 2).unlink()
     eventually("rank 1 undrained", lambda: "1" not in drains(instance), timeout=60)
-    # rank 2 passes too, but its drain is the admin's: health leaves it
+    # rank 2 passes too, but its drain is the admin's: health leaves it, as
+    # decided after the round that passed (the rounds after it have come)
     results = Path(instance.layout.flux_root(2)) / "run" / "health" / "sick"
     eventually("rank 2's check passing again", lambda: results.read_text().startswith("0 "))
+    for _ in range(2):
+        seen = results.stat().st_mtime_ns
+        eventually("another round", lambda seen=seen: results.stat().st_mtime_ns != seen)
     assert drains(instance) == {"2": "maintenance"}
     flux(instance, "resource", "undrain", "2")
     flux(instance, "job", "wait-event", "-t", "60", job, "clean")

@@ -16,6 +16,7 @@ from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "kept"
+RESULT = "/mnt/flux/run/health/sick"  # rank 2's last result, in its pod
 SICK = 'test ! -e /tmp/sick || { echo "a sick file"; echo more; exit 1; }'  # /tmp: the pod's own
 
 
@@ -52,10 +53,15 @@ def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
     eventually("rank 1 undrained", lambda: "1" not in kept.drains(), timeout=30)
 
     def passing_on_rank_2() -> bool:
-        result = kept.flux("exec", "-r", "2", "cat", "/mnt/flux/run/health/sick")
+        result = kept.flux("exec", "-r", "2", "cat", RESULT)
         return result.startswith("0 ")
 
     eventually("rank 2's check passing again", passing_on_rank_2, timeout=30)
+    for _ in range(2):  # the rounds after it: its decision made
+        seen = kept.flux("exec", "-r", "2", "stat", "-c", "%Y", RESULT)
+        eventually("another round on rank 2",
+                   lambda seen=seen: kept.flux("exec", "-r", "2", "stat", "-c", "%Y", RESULT) != seen,
+                   timeout=30)  # fmt: skip
     assert kept.drains() == {"2": "maintenance"}  # the admin's, untouched
     kept.flux("resource", "undrain", "2")
     kept.flux("job", "wait-event", "-t", "60", job, "clean")

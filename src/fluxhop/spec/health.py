@@ -12,12 +12,15 @@ shipped checks, ``fluxhop_gpus``, ``fluxhop_disk_free`` and
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from fluxhop.errors import InputError
 from fluxhop.flux.limits import MAX_SECONDS
 from fluxhop.spec.model import Model
+from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.rules import DnsLabel
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_TIMEOUT", "REASON_PREFIX", "HealthCheck", "HealthSpec"]
@@ -54,3 +57,43 @@ class HealthSpec(Model):
         if repeated:
             raise ValueError(f"name {repeated[0]} is used twice; name each check once")
         return value
+
+
+def parse_health_check(item: str) -> dict[str, str]:
+    """``NAME=COMMAND`` for --health-check (spec.health.checks[])."""
+    name, sep, command = item.partition("=")
+    if not sep or not command.strip():
+        raise InputError(f"--health-check {item!r}: write it as NAME=COMMAND (a bash command)")
+    problem = dns_label_problem(name)
+    if problem:
+        raise InputError(f"--health-check {item!r}: {problem}")
+    return {"name": name, "command": command}
+
+
+def place_health(spec: dict[str, Any], checks: Sequence[str], interval: int | None) -> None:
+    """The health flags written into a MiniCluster document's ``spec``:
+    --health-check adds checks, --health-interval times every check that
+    does not set its own interval."""
+    health = spec.get("health")
+    if (checks or interval is not None) and health is not None and not isinstance(health, dict):
+        raise InputError(
+            "--health-check/--health-interval: the file's spec.health is not a mapping"
+        )
+    if checks:
+        health = spec.setdefault("health", {})
+        given = health.get("checks") or []
+        if not isinstance(given, list):
+            raise InputError("--health-check: the file's spec.health.checks is not a list")
+        health["checks"] = [*given, *(parse_health_check(c) for c in checks)]
+    if interval is None:
+        return
+    if interval < 1:
+        raise InputError(f"--health-interval must be 1 second or more, not {interval}")
+    listed = ((spec.get("health") or {}).get("checks")) or []
+    if not isinstance(listed, list) or not listed:
+        raise InputError(
+            "--health-interval: there is no health check to time; add --health-check NAME=COMMAND"
+        )
+    for check in listed:
+        if isinstance(check, dict):
+            check.setdefault("intervalSeconds", interval)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from fluxhop.errors import InputError
+from fluxhop.spec.health import place_health
 from fluxhop.spec.kueue import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.quantity import parse_quantity, size_problem
@@ -240,41 +241,9 @@ def place(document: dict[str, Any], placement: Placement) -> dict[str, Any]:
     if placement.metrics_namespaces:
         metrics = _section(spec, "metrics")
         metrics["namespaces"] = [*(metrics.get("namespaces") or []), *placement.metrics_namespaces]
-    _place_health(spec, placement)
+    place_health(spec, placement.health_checks, placement.health_interval)
     _place_container(spec, placement)
     return doc
-
-
-def parse_health_check(item: str) -> dict[str, str]:
-    """``NAME=COMMAND`` for --health-check (spec.health.checks[])."""
-    name, sep, command = item.partition("=")
-    if not sep or not command.strip():
-        raise InputError(f"--health-check {item!r}: write it as NAME=COMMAND (a bash command)")
-    _problem("--health-check", item, dns_label_problem(name))
-    return {"name": name, "command": command}
-
-
-def _place_health(spec: dict[str, Any], placement: Placement) -> None:
-    """--health-check adds checks; --health-interval times every check that
-    does not set its own interval."""
-    if placement.health_checks:
-        health = _section(spec, "health")
-        health["checks"] = [*(health.get("checks") or []),
-                            *(parse_health_check(c) for c in placement.health_checks)]  # fmt: skip
-    if placement.health_interval is None:
-        return
-    if placement.health_interval < 1:
-        raise InputError(
-            f"--health-interval must be 1 second or more, not {placement.health_interval}"
-        )
-    checks = (spec.get("health") or {}).get("checks") or []
-    if not checks:
-        raise InputError(
-            "--health-interval: there is no health check to time; add --health-check NAME=COMMAND"
-        )
-    for check in checks:
-        if isinstance(check, dict):
-            check.setdefault("intervalSeconds", placement.health_interval)
 
 
 def _place_container(spec: dict[str, Any], placement: Placement) -> None:
