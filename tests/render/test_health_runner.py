@@ -100,11 +100,20 @@ class Runner:
     def start(self) -> None:
         env = {**os.environ, "FLUXHOP_CONFIG_DIR": str(self.config),
                "FAKE_DRAINS": str(self.drains_file)}  # fmt: skip
-        self.process = subprocess.Popen(
-            ["bash", str(self.config / "health.sh"), "1", str(self.flux),
-             str(self.root / "run" / "broker")],
-            env=env, start_new_session=True, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen(
+                ["bash", str(self.config / "health.sh"), "1", str(self.flux),
+                 str(self.root / "run" / "broker")],
+                env=env, start_new_session=True, stderr=log, text=True,
+            )  # fmt: skip
+
+    @property
+    def log(self) -> Path:
+        return self.root / "runner.log"
+
+    def said(self) -> str:
+        """What the runner has logged so far."""
+        return self.log.read_text() if self.log.exists() else ""
 
     def settled(self) -> None:
         """Wait for a round that started after now to be decided: the
@@ -115,12 +124,11 @@ class Runner:
             eventually("a new round of checks",
                        lambda seen=seen: result.exists() and result.stat().st_mtime_ns != seen)  # fmt: skip
 
-    def stop(self) -> str:
+    def stop(self) -> None:
         assert self.process is not None
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
-        _, err = self.process.communicate(timeout=30)
-        return err
+        self.process.wait(timeout=30)
 
 
 @pytest.fixture
@@ -141,9 +149,10 @@ def test_a_failing_check_drains_and_a_passing_one_undrains(runner):
     )
     runner.sick_file.unlink()
     eventually("undrained", lambda: runner.drains() == {})
-    said = runner.stop()
-    assert "fluxhop: health: rank 1 drained: health: sick: 3 of 4 GPUs present" in said
-    assert "fluxhop: health: rank 1 undrained: every check passes" in said
+    # each change said in the pod's log, once Flux has taken it
+    undrained = "fluxhop: health: rank 1 undrained: every check passes"
+    eventually("the undrain said", lambda: undrained in runner.said())
+    assert "fluxhop: health: rank 1 drained: health: sick: 3 of 4 GPUs present\n" in runner.said()
 
 
 @pytest.mark.parametrize("reason", ["maintenance", ""])
