@@ -198,12 +198,16 @@ def extensions() -> dict[str, str]:
         "checks that drain a failing node's rank ([health checks](../operations.md#health-checks))"
     )
     found["spec.health.onFailure"] = "`drain`: the failing rank is drained until it passes again"
-    found["spec.health.checks"] = "the checks, each run on every broker's node"
+    found["spec.health.checks"] = (
+        "the checks: on every broker's node, or as Flux jobs on idle nodes"
+    )
     found["spec.health.checks[].name"] = "names the check in drain reasons and results"
     found["spec.health.checks[].command"] = (
         "bash; may call the shipped `fluxhop_gpus`, `fluxhop_disk_free`, `fluxhop_writable`"
     )
-    found["spec.health.checks[].kind"] = "`passive`: on every node, every interval"
+    found["spec.health.checks[].kind"] = (
+        "`passive`: on every node, every interval; `active`: a Flux job on the nodes no job holds"
+    )
     found["spec.health.checks[].intervalSeconds"] = "how often it runs"
     found["spec.health.checks[].timeoutSeconds"] = "a check still running then has failed"
     found["spec.metrics.namespaces"] = (

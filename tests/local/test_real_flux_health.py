@@ -1,14 +1,17 @@
 """spec.health against real Flux (only where one is on PATH): the runner in
 each pod (render/templates/health.sh) drains the rank whose check fails,
 with the check's first line as the reason, undrains it once the check
-passes, and never touches an admin's drain."""
+passes, and never touches an admin's drain; an active check runs as Flux
+jobs on the idle nodes only, never beside a user's job."""
 
 from __future__ import annotations
 
 import io
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,27 +31,51 @@ pytestmark = [
 SICK = 'if [ -e "$FLUXHOP_FLUX_ROOT/sick" ]; then echo "a sick file"; echo more; exit 1; fi'
 
 
-@pytest.fixture
-def instance(short_tmp):  # noqa: F811
-    doc = minicluster_doc(
-        "health",
-        size=3,
-        interactive=True,
-        containers=[{"image": "local"}],
-        health={"checks": [
-            {"name": "sick", "command": SICK, "intervalSeconds": 1},
-            {"name": "fine", "command": "fluxhop_writable /tmp", "intervalSeconds": 1},
-        ]},
-    )  # fmt: skip
-    running = LocalInstance(
+def running(checks: list[dict[str, Any]]) -> Iterator[LocalInstance]:
+    # two cores a rank (tasks / size): a job of one core leaves room on its node
+    doc = minicluster_doc("health", size=3, tasks=6, interactive=True,
+                          containers=[{"image": "local"}], health={"checks": checks})  # fmt: skip
+    started = LocalInstance(
         MiniCluster.from_dict(doc), stdout=io.StringIO(), stderr=io.StringIO(), join_timeout=120
     )
-    running.start()
+    started.start()
     try:
-        running.wait_running()
-        yield running
+        started.wait_running()
+        yield started
     finally:
-        running.stop()
+        started.stop()
+
+
+@pytest.fixture
+def instance(short_tmp):  # noqa: F811
+    yield from running([
+        {"name": "sick", "command": SICK, "intervalSeconds": 1},
+        {"name": "fine", "command": "fluxhop_writable /tmp", "intervalSeconds": 1},
+    ])  # fmt: skip
+
+
+def with_active_check(root: str, interval: int, *others: dict[str, Any]) -> Iterator[LocalInstance]:
+    """An instance with an active check, ``fabric``: each of its tasks logs
+    its rank and the time to ``ran`` and fails on a rank with a file
+    ``sick-<rank>`` (both in ``root``)."""
+    command = (f'r=$(flux getattr rank); echo "$r $(date +%s.%N)" >>{root}/ran; '
+               f'if [ -e {root}/sick-$r ]; then echo "bad fabric"; exit 1; fi')  # fmt: skip
+    fabric = {"name": "fabric", "kind": "active", "command": command, "intervalSeconds": interval}
+    for made in running([fabric, *others]):
+        made.checks_dir = Path(root)  # type: ignore[attr-defined]
+        yield made
+
+
+@pytest.fixture
+def active(short_tmp):  # noqa: F811
+    yield from with_active_check(short_tmp, 1)
+
+
+@pytest.fixture
+def active_and_passive(short_tmp):  # noqa: F811
+    """Rounds of a passive check each second between the active ones."""
+    yield from with_active_check(short_tmp, 4, {"name": "fine", "command": "true",
+                                                "intervalSeconds": 1})  # fmt: skip
 
 
 def flux(instance: LocalInstance, *args: str) -> str:
@@ -92,3 +119,59 @@ def test_a_failing_check_drains_its_rank_until_it_passes(instance):
     flux(instance, "resource", "undrain", "2")
     flux(instance, "job", "wait-event", "-t", "60", job, "clean")
     assert flux(instance, "jobs", "-no", "{result}", job).strip() == "COMPLETED"
+
+
+def runs(instance: LocalInstance) -> list[tuple[int, float]]:
+    """Each active check's task so far: its rank and when it ran."""
+    ran = instance.checks_dir / "ran"  # type: ignore[attr-defined]
+    lines = ran.read_text().splitlines() if ran.exists() else []
+    return [(int(rank), float(when)) for rank, when in (line.split() for line in lines)]
+
+
+def test_an_active_check_never_runs_beside_a_users_job(active):
+    # one core of rank 1's: the rest of that node is idle, but not for a check
+    job = flux(active, "submit", "-n1", "--requires=rank:1", "sleep", "120").strip()
+    flux(active, "job", "wait-event", "-t", "60", job, "start")
+    started = float(flux(active, "jobs", "-no", "{t_run}", job))
+
+    def checked_twice_beside_it() -> bool:
+        later = [rank for rank, when in runs(active) if when > started]
+        return later.count(0) >= 2 and later.count(2) >= 2
+
+    eventually("the idle ranks checked twice while the job runs", checked_twice_beside_it,
+               timeout=60)  # fmt: skip
+    assert flux(active, "jobs", "-no", "{state}", job).strip() == "RUN"  # still beside it
+    flux(active, "cancel", job)
+    flux(active, "job", "wait-event", "-t", "60", job, "clean")
+    ended = float(flux(active, "jobs", "-no", "{t_inactive}", job))
+    assert not [when for rank, when in runs(active) if rank == 1 and started <= when <= ended]
+    eventually(
+        "rank 1 checked again once its job is done",
+        lambda: any(rank == 1 and when > ended for rank, when in runs(active)),
+        timeout=60,
+    )
+    checks = flux(active, "jobs", "-a", "-no", "{name} {urgency}").split("\n")
+    assert {line for line in checks if line} == {"health-fabric 1", "sleep 16"}
+
+
+def test_an_active_checks_drain_stands_until_an_admin_lifts_it(active_and_passive):
+    instance = active_and_passive
+    sick = instance.checks_dir / "sick-2"
+    sick.touch()
+    reason = "health: fabric: bad fabric"
+    eventually("rank 2 drained by its active check", lambda: drains(instance) == {"2": reason},
+               timeout=60)  # fmt: skip
+    sick.unlink()
+    drained_at = len(runs(instance))
+    eventually("two more rounds", lambda: len(runs(instance)) >= drained_at + 4, timeout=60)
+    assert drains(instance) == {"2": reason}  # a drained rank is not checked again
+    flux(instance, "resource", "undrain", "2")  # an admin's judgement
+    undrained_at = len(runs(instance))
+
+    def checked_again() -> bool:
+        # the passive rounds in the meantime do not drain it again
+        assert drains(instance) == {}
+        return 2 in [rank for rank, _ in runs(instance)[undrained_at:]]
+
+    eventually("rank 2 checked again", checked_again, timeout=60)
+    assert drains(instance) == {}

@@ -2,12 +2,15 @@
 check made to fail on one rank (a file flipped in its pod) drains that rank
 within its interval, with the check's first line as the reason; a job asking
 for every node waits; the check passing again undrains it; an admin's drain
-on another rank, whose check fails and passes too, is left alone."""
+on another rank, whose check fails and passes too, is left alone. An active
+check runs as Flux jobs on the idle nodes only: never on a node where a
+user's job runs, even one using a part of it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,21 @@ class Kept(InNamespace):
     def drains(self) -> dict[str, str]:
         listed = self.flux("resource", "drain", "-n", "-o", "{ranks}|{reason}")
         return dict(line.split("|", 1) for line in listed.splitlines() if line)
+
+
+ACTIVE = """\
+apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {name: checked}
+spec:
+  size: 3
+  interactive: true
+  flux: {container: {disable: true}}
+  containers: [{image: host}]
+  health:
+    checks:
+      - {name: fabric, kind: active, command: 'date +%s.%N >>/tmp/ran', intervalSeconds: 2}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +87,37 @@ def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
     status = json.loads(kept.checked("status", NAME, "-o", "json"))
     assert status["brokers"]["up"] == 3
     kept.checked("delete", NAME)
+
+
+def test_an_active_check_never_runs_beside_a_users_job(kept: Kept, tmp_path: Path):
+    spec = tmp_path / "checked.yaml"
+    spec.write_text(ACTIVE)
+    done = kept.fluxhop("create", "-f", str(spec), timeout=240)
+    assert done.returncode == 0, done.stderr
+    eventually("three brokers online", lambda: kept.online("checked") == 3, timeout=120)
+
+    def flux(*args: str) -> str:
+        return kept.checked("proxy", "checked", "flux", *args)
+
+    def runs(rank: int) -> list[float]:
+        """When the active check ran in rank's pod (its own /tmp)."""
+        ran = flux("exec", "-r", str(rank), "sh", "-c", "cat /tmp/ran 2>/dev/null || true")
+        return [float(line) for line in ran.split()]
+
+    # one core of rank 1's pod: the rest of its node is idle, but not for a check
+    job = flux("submit", "-n1", "--requires=rank:1", "sleep", "300").strip()
+    flux("job", "wait-event", "-t", "60", job, "start")
+    started = float(flux("jobs", "-no", "{t_run}", job))
+    eventually("ranks 0 and 2 checked twice while it runs",
+               lambda: all(len([t for t in runs(r) if t > started]) >= 2 for r in (0, 2)),
+               timeout=60)  # fmt: skip
+    assert flux("jobs", "-no", "{state}", job).strip() == "RUN"
+    flux("cancel", job)
+    flux("job", "wait-event", "-t", "60", job, "clean")
+    ended = float(flux("jobs", "-no", "{t_inactive}", job))
+    assert not [t for t in runs(1) if started <= t <= ended]
+    eventually("rank 1 checked once its job is done",
+               lambda: [t for t in runs(1) if t > ended], timeout=60)  # fmt: skip
+    assert set(flux("jobs", "-a", "-no", "{name} {urgency}").split("\n")) - {""} == {
+        "health-fabric 1", "sleep 16"}  # fmt: skip
+    kept.checked("delete", "checked")

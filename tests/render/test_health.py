@@ -27,6 +27,7 @@ LAYOUT = Layout(host_prefix="hc-", subdomain="hc", namespace="default")
 CHECKS = [
     {"name": "disk", "command": "fluxhop_disk_free /tmp 1", "intervalSeconds": 5},
     {"name": "gpus", "command": "fluxhop_gpus", "timeoutSeconds": 3},
+    {"name": "fabric", "command": "all_reduce_perf", "kind": "active"},
 ]
 
 
@@ -46,14 +47,16 @@ def test_the_pods_get_the_runner_and_each_check():
     objects = render(spec({"checks": CHECKS}), cert=CERT)
     data = config_map(objects)["data"]
     assert data["health.disk.sh"] == "fluxhop_disk_free /tmp 1\n"
-    assert "check_names=(disk gpus)" in data["health.sh"]
-    assert "check_intervals=(5 60)" in data["health.sh"]
-    assert "check_timeouts=(10 3)" in data["health.sh"]
+    assert "check_names=(disk gpus fabric)" in data["health.sh"]
+    assert "check_kinds=(passive passive active)" in data["health.sh"]
+    assert "check_intervals=(5 60 60)" in data["health.sh"]
+    assert "check_timeouts=(10 3 10)" in data["health.sh"]
     assert "health_enabled=1" in data["entrypoint.sh"]
     job = next(o for o in objects if o["kind"] == "Job")
     volume = next(v for v in job["spec"]["template"]["spec"]["volumes"] if "configMap" in v)
     paths = {i["key"]: i["path"] for i in volume["configMap"]["items"]}
     assert paths["health.gpus.sh"] == "health/gpus.sh" and paths["health.sh"] == "health.sh"
+    assert paths["health-once.sh"] == "health-once.sh"
 
 
 def test_without_health_there_is_nothing_to_run():
@@ -65,7 +68,7 @@ def test_without_health_there_is_nothing_to_run():
 def test_the_scripts_pass_shellcheck(tmp_path):
     data = config_map(render(spec({"checks": CHECKS}), cert=CERT))["data"]
     files = []
-    for key in ("health.sh", "health-checks.sh"):
+    for key in ("health.sh", "health-once.sh", "health-checks.sh"):
         (tmp_path / key).write_text(data[key])
         subprocess.run(["bash", "-n", str(tmp_path / key)], check=True)
         files.append(str(tmp_path / key))
@@ -133,7 +136,7 @@ def test_term_ends_the_runner_while_a_check_hangs(tmp_path):
     data = config_map(render(spec(hang), cert=CERT))["data"]
     config = tmp_path / "config"
     (config / "health").mkdir(parents=True)
-    for key in ("health.sh", "health-checks.sh"):
+    for key in ("health.sh", "health-once.sh", "health-checks.sh"):
         (config / key).write_text(data[key])
     (config / "health" / "hang.sh").write_text(data["health.hang.sh"])
     fake_flux = tmp_path / "flux"  # a stand-in: every broker call answers

@@ -77,7 +77,7 @@ class Runner:
         data = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
         self.config = root / "config"
         (self.config / "health").mkdir(parents=True)
-        for key in ("health.sh", "health-checks.sh"):
+        for key in ("health.sh", "health-once.sh", "health-checks.sh"):
             (self.config / key).write_text(data[key])
         (self.config / "health" / "sick.sh").write_text(data["health.sick.sh"])
         self.flux = root / "flux"

@@ -23,6 +23,12 @@ def test_defaults():
     assert (check.kind, check.interval_seconds, check.timeout_seconds) == ("passive", 60, 10)
 
 
+def test_an_active_check():
+    check = {"name": "allreduce", "command": "all_reduce_perf", "kind": "active"}
+    health = MiniCluster.from_dict(doc({"checks": [check]})).spec.health
+    assert health is not None and health.checks[0].kind == "active"
+
+
 @pytest.mark.parametrize(
     ("health", "says"),
     [
@@ -35,6 +41,8 @@ def test_defaults():
          "spec.health.checks: name a is used twice; name each check once"),
         ({"checks": [{"name": "A b", "command": "x"}]}, "spec.health.checks[0].name: "),
         ({"checks": []}, "spec.health.checks: "),
+        ({"checks": [{"name": "a", "command": "x", "kind": "sometimes"}]},
+         "spec.health.checks[0].kind: Input should be 'passive' or 'active'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_naming_the_field(health, says):

@@ -26,6 +26,7 @@ from fluxhop.render.scripts import (
     connect_script,
     entrypoint_script,
     health_checks_library,
+    health_once_script,
     health_script,
     init_script,
     metrics_program,
@@ -186,14 +187,15 @@ def _add_health(
         raise SpecError("spec.health needs the nested ConfigMap layout (not a Trainer runtime's)")
     checks = health.checks
     files["health.sh"] = health_script(HealthParams(
-        name=spec.name, names=[c.name for c in checks],
+        name=spec.name, names=[c.name for c in checks], kinds=[c.kind for c in checks],
         intervals=[c.interval_seconds for c in checks],
         timeouts=[c.timeout_seconds for c in checks],
         gpus_per_node=gpus, reason_prefix=REASON_PREFIX, config_dir=paths.config_dir,
     ))  # fmt: skip
+    files["health-once.sh"] = health_once_script(spec.name)
     files["health-checks.sh"] = health_checks_library()
-    where["health.sh"] = "health.sh"
-    where["health-checks.sh"] = "health-checks.sh"
+    for key in ("health.sh", "health-once.sh", "health-checks.sh"):
+        where[key] = key
     for check in checks:
         command = check.command if check.command.endswith("\n") else check.command + "\n"
         files[f"health.{check.name}.sh"] = command

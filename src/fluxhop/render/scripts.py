@@ -22,6 +22,7 @@ __all__ = [
     "connect_script",
     "entrypoint_script",
     "health_checks_library",
+    "health_once_script",
     "health_script",
     "init_script",
     "metrics_program",
@@ -175,6 +176,7 @@ class HealthParams:
 
     name: str
     names: list[str]
+    kinds: list[str]
     intervals: list[int]
     timeouts: list[int]
     gpus_per_node: int
@@ -183,17 +185,23 @@ class HealthParams:
 
 
 def health_script(p: HealthParams) -> str:
-    """The runner of the passive checks (templates/health.sh)."""
+    """Each pod's runner of the checks (templates/health.sh)."""
     lines = [
         _assign("default_config_dir", p.config_dir),
         _assign("gpus_per_node", p.gpus_per_node),
         _assign("reason_prefix", p.reason_prefix),
         _assign("flux_timeout", HEALTH_FLUX_TIMEOUT),
         _array("check_names", p.names),
+        _array("check_kinds", p.kinds),
         _array("check_intervals", [str(i) for i in p.intervals]),
         _array("check_timeouts", [str(t) for t in p.timeouts]),
     ]
     return _header("Health checks", p.name) + "\n".join(lines) + "\n\n" + _template("health.sh")
+
+
+def health_once_script(name: str) -> str:
+    """One check run once, by the runner or as an active check's task."""
+    return _header("Health check", name) + "\n" + _template("health-once.sh")
 
 
 def health_checks_library() -> str:

@@ -1,9 +1,11 @@
 """``spec.health`` (a fluxhop extension): checks that keep a long-lived
 MiniCluster's nodes good.
 
-Each check is a bash command run on every broker's node (a *passive* check)
-every ``intervalSeconds``, stopped after ``timeoutSeconds``. A rank whose
-check fails is drained with the reason ``health: <check>: <first line>`` and
+Each check is a bash command, stopped after ``timeoutSeconds``. A *passive*
+check runs on every broker's node every ``intervalSeconds``; an *active* one
+runs every ``intervalSeconds`` as a Flux job on the nodes no job holds, at the
+lowest urgency and with whole nodes, so that it never runs beside user work
+(an all-reduce over the idle nodes, say). A rank whose check fails is drained with the reason ``health: <check>: <first line>`` and
 undrained once every check passes again, only if health drained it: an
 admin's drain is never touched (render/templates/health.sh runs them; the
 shipped checks, ``fluxhop_gpus``, ``fluxhop_disk_free`` and
@@ -33,7 +35,7 @@ REASON_PREFIX = "health: "  # how health's drains are told apart from everyone e
 class HealthCheck(Model):
     name: DnsLabel
     command: str
-    kind: Literal["passive"] = "passive"
+    kind: Literal["passive", "active"] = "passive"
     interval_seconds: int = Field(DEFAULT_INTERVAL, ge=1, le=MAX_SECONDS)
     timeout_seconds: int = Field(DEFAULT_TIMEOUT, ge=1, le=MAX_SECONDS)
 

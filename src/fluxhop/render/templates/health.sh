@@ -1,14 +1,23 @@
-# --- fluxhop health: the passive checks of one broker's node (spec.health) ---
+# --- fluxhop health: the checks of one broker's node (spec.health) -----------
 #
 #   bash health.sh RANK FLUX RUNDIR     (the entrypoint starts it in every pod)
 #
-# Every check runs each interval (bash, stopped after its timeout), with the
-# shipped checks of health-checks.sh defined. After a round:
+# Each passive check runs here each interval (health-once.sh: bash, stopped
+# after its timeout). Each active check runs as a Flux job that rank 0's
+# runner submits each interval, one task on each node no job holds: whole
+# nodes (--exclusive), the lowest urgency, those ranks only, so the scheduler
+# never puts it beside user work; each task leaves its node's result for that
+# node's runner. A check's job still waiting at the next interval is
+# cancelled (its nodes were taken); one still running skips the round.
+# After a round, or an active result:
 #   * a check fails: a rank that is not drained is drained with the reason
 #     "health: <check>: <first line of its output>", and a rank health drained
 #     gets the new reason if it changed; a rank drained by anyone else (any
 #     other reason, or none) is left as it is;
 #   * every check passes: a rank whose reason is health's is undrained.
+# A drained rank gets no active check, so an active failure stands until the
+# pod is replaced (a new pod has no results) or someone undrains the rank:
+# then the active results are forgotten until those checks run again.
 # A Flux call that fails (the broker or its resource module not up yet) is
 # tried again each second, not each interval. Each check's last result is in
 # RUNDIR/../health/<check> ("<status> <first line>"); changes are logged.
@@ -54,19 +63,68 @@ flux() {
 }
 
 run_check() {
-    # The check's status and the first line of what it printed.
-    local name=$1 timeout=$2 out='' status=0 started=$SECONDS
-    # shellcheck disable=SC2016  # $1 and $2 are the inner bash's arguments
-    in_background timeout -k 2 "$timeout" bash -c '. "$1" && . "$2"' health \
-        "$config_dir/health-checks.sh" "$config_dir/health/$name.sh" \
-        >"$results/$name.out" 2>&1 </dev/null || status=$?
-    IFS= read -r out <"$results/$name.out" || true
-    if { [ "$status" = 124 ] || [ "$status" = 137 ]; } && [ $((SECONDS - started)) -ge "$timeout" ]; then
-        out="timed out after ${timeout}s"
+    # A passive check, its result in $results/<check>.
+    in_background bash "$config_dir/health-once.sh" "$config_dir" "$1" "$2" "$results" || true
+}
+
+idle_ranks() {
+    # Sets idle and idle_count: the ranks Flux may schedule on that no job holds any of, as
+    # a comma list ("free" leaves out drained and offline ranks, "allocated"
+    # holds each rank a job has a core of). Fails if Flux did not answer.
+    local free='' allocated='' r
+    flux resource list -s free -no '{ranks}' || return 1
+    IFS= read -r free <"$results/.flux.out" || true
+    flux resource list -s allocated -no '{ranks}' || return 1
+    IFS= read -r allocated <"$results/.flux.out" || true
+    local -A held=()
+    for r in $(expand_ids "$allocated"); do held[$r]=1; done
+    idle=''
+    idle_count=0
+    for r in $(expand_ids "$free"); do
+        if [ -z "${held[$r]:-}" ]; then
+            idle+="${idle:+,}$r"
+            idle_count=$((idle_count + 1))
+        fi
+    done
+}
+
+expand_ids() {
+    # An RFC 22 idset ("0-2,5") one id per line.
+    local part
+    local -a parts=()
+    IFS=, read -ra parts <<<"$1"
+    for part in ${parts[@]+"${parts[@]}"}; do
+        if [[ "$part" == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+    done
+}
+
+submit_active() {
+    # rank 0: the active check's job for this interval, on the idle ranks.
+    local name=$1 timeout=$2 job_file="$results/.job.$1" job='' state=''
+    if [ -f "$job_file" ]; then
+        read -r job <"$job_file" || true
+        if flux jobs -no '{state}' "$job"; then
+            read -r state <"$results/.flux.out" || true
+        fi
+        case "$state" in
+            RUN | CLEANUP) return 0 ;;                                    # still checking
+            DEPEND | PRIORITY | SCHED) flux cancel "$job" || return 1 ;; # its nodes were taken
+        esac
+        rm -f "$job_file"
     fi
-    out=${out:0:200}  # a drain reason, not a log
-    printf '%s %s\n' "$status" "${out:-exit $status}" >"$results/$name.new"
-    mv "$results/$name.new" "$results/$name"
+    idle_ranks || return 1
+    [ "$idle_count" -gt 0 ] || return 0
+    flux submit --job-name="health-$name" --urgency=1 --exclusive -N "$idle_count" \
+        -n "$idle_count" --requires="rank:$idle" -t "$((timeout + flux_timeout))s" \
+        bash "$config_dir/health-once.sh" "$config_dir" "$name" "$timeout" || return 1
+    tail -n 1 "$results/.flux.out" >"$job_file"
+}
+
+forget_active() {
+    local i
+    for i in "${!check_names[@]}"; do
+        if [ "${check_kinds[i]}" = active ]; then rm -f "$results/${check_names[i]}"; fi
+    done
 }
 
 failing() {
@@ -97,11 +155,21 @@ read_drain() {
 }
 
 settle() {
-    # Drain or undrain this rank as the last round says; fails if Flux did not answer.
-    local problem want
+    # Drain or undrain this rank as the last results say; fails if Flux did not answer.
+    local problem want known=0
+    if [ -f "$marker" ]; then
+        read_drain || return 1
+        known=1
+        if [ "$drained" = 0 ]; then
+            # someone undrained what health drained: an active check's
+            # failure is theirs to judge now, until it runs here again
+            forget_active
+            rm -f "$marker"
+        fi
+    fi
     if problem=$(failing); then
         want="$reason_prefix$problem"
-        read_drain || return 1
+        [ "$known" = 1 ] || read_drain || return 1
         if [ "$drained" = 0 ]; then
             flux resource drain "$rank" "$want" || return 1
             log "rank $rank drained: $want"
@@ -118,7 +186,7 @@ settle() {
         return 0
     fi
     [ -f "$marker" ] || [ "$first" = 1 ] || return 0
-    read_drain || return 1
+    [ "$known" = 1 ] || read_drain || return 1
     if [ "$drained" = 1 ] && [[ "$reason" == "$reason_prefix"* ]]; then
         flux resource undrain "$rank" || return 1
         log "rank $rank undrained: every check passes"
@@ -127,19 +195,29 @@ settle() {
 }
 
 declare -a due
-for i in "${!check_names[@]}"; do due[i]=0; done
+for i in "${!check_names[@]}"; do
+    # an active check's first job waits an interval: a batch job comes first
+    if [ "${check_kinds[i]}" = active ]; then due[i]=$((SECONDS + check_intervals[i])); else due[i]=0; fi
+done
 first=1   # a pod restarted while health had its rank drained: asked once
 pending=0 # the last settle failed: tried again each second
 until flux uptime; do in_background sleep 1; done
 while :; do
     ran=0
     for i in "${!check_names[@]}"; do
-        if [ "$SECONDS" -ge "${due[i]}" ]; then
-            due[i]=$((SECONDS + check_intervals[i]))
+        [ "$SECONDS" -ge "${due[i]}" ] || continue
+        due[i]=$((SECONDS + check_intervals[i]))
+        if [ "${check_kinds[i]}" = passive ]; then
             run_check "${check_names[i]}" "${check_timeouts[i]}"
             ran=1
+        elif [ "$rank" = 0 ] && ! submit_active "${check_names[i]}" "${check_timeouts[i]}"; then
+            log "active check ${check_names[i]} not submitted: $(head -n 1 "$results/.flux.out")"
         fi
     done
+    if [ -f "$results/.fresh" ]; then
+        rm -f "$results/.fresh" # an active check's task left a result
+        ran=1
+    fi
     if [ "$ran" = 1 ] || [ "$pending" = 1 ]; then
         if settle; then
             pending=0
