@@ -151,7 +151,7 @@ def test_an_active_check_never_runs_beside_a_users_job(active):
         timeout=60,
     )
     checks = flux(active, "jobs", "-a", "-no", "{name} {urgency}").split("\n")
-    assert {line for line in checks if line} == {"health-fabric 1", "sleep 16"}
+    assert {line for line in checks if line} == {"fluxhop-health-fabric 1", "sleep 16"}
 
 
 def test_an_active_checks_drain_stands_until_an_admin_lifts_it(active_and_passive):

@@ -119,5 +119,5 @@ def test_an_active_check_never_runs_beside_a_users_job(kept: Kept, tmp_path: Pat
     eventually("rank 1 checked once its job is done",
                lambda: [t for t in runs(1) if t > ended], timeout=60)  # fmt: skip
     assert set(flux("jobs", "-a", "-no", "{name} {urgency}").split("\n")) - {""} == {
-        "health-fabric 1", "sleep 16"}  # fmt: skip
+        "fluxhop-health-fabric 1", "sleep 16"}  # fmt: skip
     kept.checked("delete", "checked")

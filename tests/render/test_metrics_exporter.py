@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from fluxhop.render.scripts import HEALTH_JOB_PREFIX
 from tests.realflux import missing_flux
 from tests.realflux.schedulers import Scheduler
 from tests.render.fluxmetrics import (
@@ -129,6 +130,20 @@ def test_a_job_waiting_on_a_dependency_is_pending_but_no_demand_for_nodes(flux):
     numbers = flux.metrics()
     assert numbers == from_commands(flux, 0)
     assert numbers["pending_nodes"] == 1 and numbers["sched"]["nodes"] == 0
+
+
+@pytest.mark.flux
+@needs_flux
+def test_the_jobs_of_active_health_checks_are_no_demand_and_no_use(flux):
+    assert constant("HEALTH_JOB_PREFIX") == HEALTH_JOB_PREFIX  # the name health.sh gives them
+    checking = flux.submit(f"--job-name={HEALTH_JOB_PREFIX}a", "-N", "1", "sleep", "300")
+    flux.wait_state(checking, "RUN")
+    waiting = flux.submit(f"--job-name={HEALTH_JOB_PREFIX}b", "-N", "2", "hostname")
+    flux.wait_state(waiting, "SCHED")
+    numbers = flux.metrics()
+    assert numbers["pending_nodes"] == 0 and numbers["sched"]["nodes"] == 0
+    assert numbers["sched"]["allocated"] == ""
+    assert numbers["jobs"]["run"] == 1  # still a job of the instance's
 
 
 @pytest.fixture

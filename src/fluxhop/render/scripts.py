@@ -168,6 +168,9 @@ def connect_script(name: str, flux_root: str) -> str:
 
 
 HEALTH_FLUX_TIMEOUT = 10  # seconds a health runner's flux command may take
+# the name of an active check's jobs, before the check's; metrics.py, shipped
+# as it is, has the same (tests/render/test_metrics_exporter.py holds them equal)
+HEALTH_JOB_PREFIX = "fluxhop-health-"
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,7 @@ def health_script(p: HealthParams) -> str:
         _assign("gpus_per_node", p.gpus_per_node),
         _assign("reason_prefix", p.reason_prefix),
         _assign("flux_timeout", HEALTH_FLUX_TIMEOUT),
+        _assign("job_prefix", HEALTH_JOB_PREFIX),
         _array("check_names", p.names),
         _array("check_kinds", p.kinds),
         _array("check_intervals", [str(i) for i in p.intervals]),

@@ -114,7 +114,7 @@ submit_active() {
     fi
     idle_ranks || return 1
     [ "$idle_count" -gt 0 ] || return 0
-    flux submit --job-name="health-$name" --urgency=1 --exclusive -N "$idle_count" \
+    flux submit --job-name="$job_prefix$name" --urgency=1 --exclusive -N "$idle_count" \
         -n "$idle_count" --requires="rank:$idle" -t "$((timeout + flux_timeout))s" \
         bash "$config_dir/health-once.sh" "$config_dir" "$name" "$timeout" || return 1
     tail -n 1 "$results/.flux.out" >"$job_file"

@@ -15,7 +15,8 @@ comes from the RPC the matching flux command uses, so they agree:
     nodes_drain   resource.status drain (flux resource status -s drain)
     jobs, queue_jobs, jobs_result  job-list.job-stats (flux jobs --stats)
     pending_*, jobs_held  job-list.list over pending jobs (flux jobs), and
-                  job-info.lookup of their jobspec for GPUs (cached per job)
+                  job-info.lookup of their jobspec for GPUs (cached per job);
+                  the jobs of spec.health's active checks are no demand
 
 A scrape reads Flux; a failed read is a 500 with one line and the server
 keeps serving. Nothing secret is read.
@@ -57,6 +58,9 @@ LISTED_TIMEOUT = 2.0  # seconds the journal's follower waits for job-list to lis
 MAX_WAITERS = 64  # long polls held at once (one per operator replica and autoscaler is the use)
 WAIT_SLICE = 1.0  # seconds a long poll waits between looks at whether its client is still there
 LONGEST_WAIT = 300.0  # seconds a long poll is held at most
+# spec.health's active checks run as jobs of this name (render/templates/health.sh)
+# on idle nodes: neither demand for nodes nor a use of them
+HEALTH_JOB_PREFIX = "fluxhop-health-"
 
 # dict key -> (HELP text, label names); the metric is flux_<key>, all gauges
 FAMILIES = [
@@ -169,7 +173,7 @@ class Collector:
         active = job_list(
             handle,
             max_entries=0,
-            attrs=["urgency", "nnodes", "ncores", "state", "ranks"],
+            attrs=["urgency", "nnodes", "ncores", "state", "ranks", "name"],
             userid=flux.constants.FLUX_USERID_UNKNOWN,
             states=flux.constants.FLUX_JOB_STATE_PENDING | flux.constants.FLUX_JOB_STATE_RUNNING,
         )
@@ -183,6 +187,7 @@ class Collector:
         metrics.update(self._resources(sched, status))
         metrics.update(self._jobs(stats))
         jobs = active.wait_for(TIMEOUT).get_jobs()
+        jobs = [j for j in jobs if not str(j.get("name", "")).startswith(HEALTH_JOB_PREFIX)]
         pending = [j for j in jobs if j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
         metrics.update(self._pending(handle, pending))
         running = [j for j in jobs if not j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
