@@ -78,8 +78,19 @@ def test_the_status_table(fields, tail):
             {"brokers": {"online": 3, "offline": 0, "lost": 1}},
             "  brokers      3 online, 0 offline, 1 lost",
         ),
+        (
+            {"health_checks": {"gpus": {"pass": 2, "fail": 2}, "disk": {"pass": 4, "fail": 0}},
+             "health": {"gpus": {"failing": "1,3", "line": "3 of 4 GPUs present" + " x" * 40}}},
+            "  health disk  4 passing, 0 failing\n"
+            "  health gpus  2 passing, 2 failing (ranks 1,3: 3 of 4 GPUs present x x x x x x x x x...)",
+        ),
+        (
+            {"nodes_drain_by_reason": {"drained": {"health": 1, "autoscale": 0, "other": 1},
+                                       "draining": {"health": 1, "autoscale": 2, "other": 0}}},
+            "  drained by   2 health, 2 autoscale, 1 other",
+        ),
     ],
-)
+)  # fmt: skip
 def test_the_metrics_block_lines(change, line):
     # with queue lines the label column widens ("  queue batch"): compare with it
     metrics = {**METRICS, "queue_jobs": {"batch": METRICS["jobs"]}, **change}

@@ -7,6 +7,7 @@ jobs on the idle nodes only, never beside a user's job."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -102,6 +103,10 @@ def test_a_failing_check_drains_its_rank_until_it_passes(instance):
     reason = "health: sick: a sick file"  # its first line
     eventually("rank 1 drained by health",
                lambda: drains(instance) == {"1": reason, "2": "maintenance"}, timeout=60)  # fmt: skip
+    # each rank's results in the KVS, for the metrics (flux_health_checks, fluxhop status)
+    eventually("rank 1's results published",
+               lambda: json.loads(flux(instance, "kvs", "get", "fluxhop.health.1"))
+               == {"sick": [1, "a sick file"], "fine": [0, "exit 0"]})  # fmt: skip
     # a job asking for every node waits
     job = flux(instance, "submit", "-N3", "true").strip()
     assert flux(instance, "jobs", "-no", "{state}", job).strip() in ("SCHED", "DEPEND", "PRIORITY")

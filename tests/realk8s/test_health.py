@@ -67,6 +67,15 @@ def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
                lambda: kept.drains() == {"1": reason, "2": "maintenance"}, timeout=30)  # fmt: skip
     job = kept.flux("submit", "-N3", "true").strip()
     assert kept.flux("jobs", "-no", "{state}", job).strip() in ("DEPEND", "PRIORITY", "SCHED")
+
+    def seen_in_status() -> bool:
+        said = kept.checked("status", NAME)
+        return ("1 passing, 2 failing (ranks 1-2: a sick file)" in said
+                and "1 health, 0 autoscale, 1 other" in said)  # fmt: skip
+
+    eventually("the checks' results in fluxhop status", seen_in_status, timeout=30)
+    metrics = json.loads(kept.checked("status", NAME, "-o", "json"))["metrics"]
+    assert metrics["health_checks"] == {"sick": {"pass": 1, "fail": 2}}
     kept.flux("exec", "-r", "1-2", "rm", "/tmp/sick")
     eventually("rank 1 undrained", lambda: "1" not in kept.drains(), timeout=30)
 

@@ -21,6 +21,9 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from fluxhop.flux.idset import encode
+from fluxhop.render.scripts import HEALTH_KVS_DIR
+from fluxhop.spec.health import REASON_PREFIX
+from fluxhop.workload.autoscale import DRAIN_REASON
 from tests.conformance import REPO
 from tests.processes import default_signals
 from tests.realflux import flux_prefix
@@ -215,6 +218,35 @@ def _overlay(flux: Instance) -> dict[str, int]:
     return dict(counts)
 
 
+CAUSES = ("health", "autoscale", "other")
+
+
+def _cause(reason: str) -> str:
+    if reason.startswith(REASON_PREFIX):
+        return "health"
+    return "autoscale" if reason == DRAIN_REASON else "other"
+
+
+def _health(flux: Instance, online: set[int]) -> dict[str, Any]:
+    """What each rank's health runner left in the KVS, as flux kvs shows it."""
+    listed = flux("kvs", "ls", "-1", HEALTH_KVS_DIR, check=False).split()
+    counts: dict[str, dict[str, int]] = {}
+    failing: dict[str, dict[int, str]] = {}
+    for name in sorted(listed):
+        if not name.isdigit() or int(name) not in online:
+            continue
+        results = json.loads(flux("kvs", "get", f"{HEALTH_KVS_DIR}.{name}"))
+        for check, (status, line) in results.items():
+            counts.setdefault(check, {"pass": 0, "fail": 0})["pass" if status == 0 else "fail"] += 1
+            if status != 0:
+                failing.setdefault(check, {})[int(name)] = line
+    details = {
+        check: {"failing": _idset(set(ranks)), "line": ranks[min(ranks)]}
+        for check, ranks in failing.items()
+    }
+    return {"health_checks": counts, "health": details}
+
+
 def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
     """The exporter's numbers as the flux commands show them (GPUs asked for
     by pending jobs: flux jobs has no such column, so the test says)."""
@@ -263,6 +295,14 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
         line.split(" ", 1)
         for line in flux("resource", "drain", "-n", "-o", "{ranks} {reason}").splitlines()
     ]
+    draining = set().union(
+        *map(_ranks, flux("resource", "status", "-n", "-s", "draining", "-o", "{ranks}").split())
+    )
+    by_reason = {state: dict.fromkeys(CAUSES, 0) for state in ("drained", "draining")}
+    for ranks, reason in drains:
+        cause = _cause(reason.strip())
+        for rank in _ranks(ranks):
+            by_reason["draining" if rank in draining else "drained"][cause] += 1
     return {
         "ranks": {
             "online": _idset(set().union(*map(_ranks, online))),
@@ -278,6 +318,8 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
         "cores": {state: counts[1] for state, counts in resources.items()},
         "gpus": {state: counts[2] for state, counts in resources.items()},
         "nodes_drain": {"drained": status["drained"], "draining": status["draining"]},
+        "nodes_drain_by_reason": by_reason,
+        **_health(flux, set().union(*map(_ranks, online))),
         "jobs": {state: sum(job[0].lower() == state for job in jobs) for state in STATES},
         "queue_jobs": {
             queue: {
@@ -322,20 +364,26 @@ def parse(text: str) -> Samples:
 
 
 LABELS = {"brokers": "state", "nodes": "state", "cores": "state", "gpus": "state"}
-LABELS.update({"nodes_drain": "state", "jobs": "state", "jobs_result": "result"})
+LABELS.update({"jobs": "state", "jobs_result": "result"})
+PAIRS = {"queue_jobs": ("queue", "state"), "nodes_drain_by_reason": ("state", "reason")}
+PAIRS["health_checks"] = ("check", "result")
 
 
 def flatten(numbers: dict[str, Any]) -> Samples:
     """The JSON numbers as the samples the text should hold."""
     samples: Samples = {}
     for key, value in numbers.items():
-        if key in ("ranks", "sched"):  # JSON only (the autoscaler's), not served
+        # JSON only (the autoscaler's, fluxhop status's), not served; the
+        # drain totals are served by reason
+        if key in ("ranks", "sched", "health", "nodes_drain"):
             continue
-        name = f"flux_{key}"
-        if key == "queue_jobs":
-            for queue, states in value.items():
-                for state, count in states.items():
-                    samples[(name, (("queue", queue), ("state", state)))] = count
+        name = "flux_nodes_drain" if key == "nodes_drain_by_reason" else f"flux_{key}"
+        if key in PAIRS:
+            first_label, second_label = PAIRS[key]
+            for first, inner in value.items():
+                for second, count in inner.items():
+                    labels = tuple(sorted(((first_label, first), (second_label, second))))
+                    samples[(name, labels)] = count
         elif isinstance(value, dict):
             for label, count in value.items():
                 samples[(name, ((LABELS[key], label),))] = count

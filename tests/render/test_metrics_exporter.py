@@ -17,7 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from fluxhop.render.scripts import HEALTH_JOB_PREFIX
+from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR
+from fluxhop.spec.health import REASON_PREFIX
+from fluxhop.workload.autoscale import DRAIN_REASON
 from tests.realflux import missing_flux
 from tests.realflux.schedulers import Scheduler
 from tests.render.fluxmetrics import (
@@ -144,6 +146,28 @@ def test_the_jobs_of_active_health_checks_are_no_demand_and_no_use(flux):
     assert numbers["pending_nodes"] == 0 and numbers["sched"]["nodes"] == 0
     assert numbers["sched"]["allocated"] == ""
     assert numbers["jobs"]["run"] == 1  # still a job of the instance's
+
+
+@pytest.mark.flux
+@needs_flux
+def test_drains_by_reason_and_the_health_checks_last_results(flux):
+    for name, ours in [("HEALTH_REASON_PREFIX", REASON_PREFIX), ("AUTOSCALE_REASON", DRAIN_REASON),
+                       ("HEALTH_KVS_DIR", HEALTH_KVS_DIR)]:  # fmt: skip
+        assert constant(name) == ours
+    flux("resource", "drain", "0", f"{REASON_PREFIX}gpus: 3 of 4 GPUs present")
+    flux("resource", "drain", "1", DRAIN_REASON)
+    # as each rank's runner writes them (health.sh's publish)
+    flux(
+        "kvs", "put", f'{HEALTH_KVS_DIR}.0={{"gpus":[1,"3 of 4 GPUs \\"present\\""],"disk":[0,""]}}'
+    )
+    flux("kvs", "put", f'{HEALTH_KVS_DIR}.1={{"gpus":[0,""],"disk":[0,""]}}')
+    flux("kvs", "put", f'{HEALTH_KVS_DIR}.7={{"gpus":[1,"a rank that left"]}}')
+    numbers = flux.metrics()
+    assert numbers == from_commands(flux, 0)
+    assert numbers["nodes_drain_by_reason"]["drained"] == {"health": 1, "autoscale": 1, "other": 0}
+    assert numbers["health_checks"] == {"gpus": {"pass": 1, "fail": 1},
+                                        "disk": {"pass": 2, "fail": 0}}  # fmt: skip
+    assert numbers["health"] == {"gpus": {"failing": "0", "line": '3 of 4 GPUs "present"'}}
 
 
 @pytest.fixture
@@ -318,7 +342,7 @@ def test_label_values_are_escaped():
 PRINT_EMPTY = """
 import json, metrics
 states = dict.fromkeys(metrics.JOB_STATES, 1)
-numbers = {key: ({} if labels else 0) for key, _, labels in metrics.FAMILIES}
+numbers = {metrics.SOURCES.get(key, key): ({} if labels else 0) for key, _, labels in metrics.FAMILIES}
 numbers["queue_jobs"] = {'odd "q"\\\\ \\n': states, "batch": states}
 numbers["jobs"] = states
 print(json.dumps({"metrics": numbers, "text": metrics.to_prometheus(numbers)}))

@@ -135,7 +135,29 @@ def metrics_block(metrics: dict[str, Any]) -> str:
     ]
     for queue, counts in sorted(metrics["queue_jobs"].items()):
         rows.append([f"  queue {queue}", by_state(counts)])
+    rows.extend(_health_rows(metrics))
     return table(rows)
+
+
+def _health_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """spec.health's checks, each one's last results on the online ranks, and
+    the drains by reason (a metrics.py older than spec.health has neither)."""
+    rows = []
+    details = metrics.get("health") or {}
+    for check, counts in sorted((metrics.get("health_checks") or {}).items()):
+        said = f"{counts.get('pass', 0)} passing, {counts.get('fail', 0)} failing"
+        failing = details.get(check)
+        if failing:
+            line = str(failing.get("line", ""))
+            line = line if len(line) <= 40 else line[:37] + "..."
+            said += f" (ranks {failing.get('failing')}: {line})"
+        rows.append([f"  health {check}", said])
+    by_reason = metrics.get("nodes_drain_by_reason") or {}
+    causes = ("health", "autoscale", "other")
+    drained = {c: sum(int(s.get(c, 0)) for s in by_reason.values()) for c in causes}
+    if any(drained.values()):
+        rows.append(["  drained by", ", ".join(f"{n} {c}" for c, n in drained.items())])
+    return rows
 
 
 _output = click.option(

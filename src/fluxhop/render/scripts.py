@@ -171,6 +171,7 @@ HEALTH_FLUX_TIMEOUT = 10  # seconds a health runner's flux command may take
 # the name of an active check's jobs, before the check's; metrics.py, shipped
 # as it is, has the same (tests/render/test_metrics_exporter.py holds them equal)
 HEALTH_JOB_PREFIX = "fluxhop-health-"
+HEALTH_KVS_DIR = "fluxhop.health"  # each rank's results, for metrics.py (the same there)
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def health_script(p: HealthParams) -> str:
         _assign("reason_prefix", p.reason_prefix),
         _assign("flux_timeout", HEALTH_FLUX_TIMEOUT),
         _assign("job_prefix", HEALTH_JOB_PREFIX),
+        _assign("kvs_dir", HEALTH_KVS_DIR),
         _array("check_names", p.names),
         _array("check_kinds", p.kinds),
         _array("check_intervals", [str(i) for i in p.intervals]),

@@ -194,6 +194,29 @@ settle() {
     rm -f "$marker"
 }
 
+publish() {
+    # This rank's last results, for metrics.py (flux_health_checks, fluxhop
+    # status): in the KVS when they changed, or when the broker was restarted
+    # (its socket is new: a new instance has not got them). A failure is
+    # tried again after the next round.
+    local json='' i name status line socket
+    for i in "${!check_names[@]}"; do
+        name=${check_names[i]}
+        [ -f "$results/$name" ] || continue
+        read -r status line <"$results/$name" || continue
+        line=${line//\\/\\\\}
+        line=${line//\"/\\\"}
+        line=${line//[[:cntrl:]]/ }
+        json+="${json:+,}\"$name\":[$status,\"$line\"]"
+    done
+    socket=$(stat -c %i "$run_dir/local-$rank" 2>/dev/null) || socket=''
+    local seen=''
+    if [ -f "$results/.published" ]; then IFS= read -r seen <"$results/.published" || true; fi
+    [ "$seen" != "$socket {$json}" ] || return 0
+    flux kvs put "$kvs_dir.$rank={$json}" || return 0
+    printf '%s\n' "$socket {$json}" >"$results/.published"
+}
+
 declare -a due
 for i in "${!check_names[@]}"; do
     # an active check's first job waits an interval: a batch job comes first
@@ -222,6 +245,7 @@ while :; do
         if settle; then
             pending=0
             first=0
+            publish
         else
             pending=1
         fi

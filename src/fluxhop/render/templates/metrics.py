@@ -17,6 +17,9 @@ comes from the RPC the matching flux command uses, so they agree:
     pending_*, jobs_held  job-list.list over pending jobs (flux jobs), and
                   job-info.lookup of their jobspec for GPUs (cached per job);
                   the jobs of spec.health's active checks are no demand
+    nodes_drain{reason}  the drains' reasons: health (spec.health), autoscale, other
+    health_checks  spec.health's last results, each rank's runner's in the KVS
+                  (fluxhop.health.<rank>: {check: [status, first line]})
 
 A scrape reads Flux; a failed read is a 500 with one line and the server
 keeps serving. Nothing secret is read.
@@ -48,6 +51,7 @@ from urllib.parse import parse_qs
 
 # flux-core's own bindings: there where this runs, absent where mypy checks it
 import flux.constants  # type: ignore[import-not-found,unused-ignore]  # binds flux: flux.Flux
+import flux.kvs  # type: ignore[import-not-found,unused-ignore]
 from flux.idset import IDset  # type: ignore[import-not-found,unused-ignore]
 from flux.job import JobKVSLookup, job_list  # type: ignore[import-not-found,unused-ignore]
 from flux.resource import resource_list  # type: ignore[import-not-found,unused-ignore]
@@ -61,8 +65,16 @@ LONGEST_WAIT = 300.0  # seconds a long poll is held at most
 # spec.health's active checks run as jobs of this name (render/templates/health.sh)
 # on idle nodes: neither demand for nodes nor a use of them
 HEALTH_JOB_PREFIX = "fluxhop-health-"
+# drains told apart in flux_nodes_drain{reason}: health's (health.sh) and the
+# autoscaler's (workload/autoscale.py); tests hold these equal to fluxhop's
+HEALTH_REASON_PREFIX = "health: "
+AUTOSCALE_REASON = "fluxhop autoscale: scaling down"
+DRAIN_CAUSES = ("health", "autoscale", "other")
+HEALTH_KVS_DIR = "fluxhop.health"  # each rank's runner writes its results here
 
-# dict key -> (HELP text, label names); the metric is flux_<key>, all gauges
+# (name, HELP text, label names): the metric is flux_<name>, all gauges, its
+# numbers metrics[name], or metrics[SOURCES[name]] where the JSON keeps the name
+# for numbers of the shape before (totals: what older fluxhop reads)
 FAMILIES = [
     (
         "brokers",
@@ -81,8 +93,9 @@ FAMILIES = [
     ("gpus", "GPUs by state as flux resource list counts them", ("state",)),
     (
         "nodes_drain",
-        "Drained nodes: drained (idle) and draining (still allocated), as flux resource status",
-        ("state",),
+        "Drained nodes: drained (idle) and draining (still allocated), as flux resource status, "
+        "by reason: health (spec.health's checks), autoscale (a scale-down), other",
+        ("state", "reason"),
     ),
     ("jobs", "Jobs by state (flux jobs --stats)", ("state",)),
     ("queue_jobs", "Jobs by queue and state (configured queues only)", ("queue", "state")),
@@ -97,7 +110,13 @@ FAMILIES = [
     ("pending_gpus", "GPUs asked for by pending jobs not held (from their jobspec)", ()),
     ("pending_max_nodes", "The largest node request among pending jobs not held", ()),
     ("pending_max_cores", "The largest core request among pending jobs not held", ()),
+    (
+        "health_checks",
+        "Online ranks by each health check's last result there: pass or fail (spec.health)",
+        ("check", "result"),
+    ),
 ]
+SOURCES = {"nodes_drain": "nodes_drain_by_reason"}
 JOB_STATES = ("depend", "priority", "sched", "run", "cleanup", "inactive")
 RESULTS = (
     ("completed", "successful"),
@@ -148,6 +167,43 @@ def _lost_ranks(handle: Any, online: IDset) -> IDset:
     return lost - online
 
 
+def _drain_cause(reason: str) -> str:
+    if reason.startswith(HEALTH_REASON_PREFIX):
+        return "health"
+    return "autoscale" if reason == AUTOSCALE_REASON else "other"
+
+
+def _health(handle: Any, online: IDset) -> Metrics:
+    """spec.health's last results on the online ranks: health_checks, ranks
+    by result of each check, and (JSON only, for fluxhop status) health, each
+    check's failing ranks and the first line of the lowest one's failure.
+    Each rank's runner writes its own key when a result changes (one local
+    lookup a rank here: a scrape of 1,000 ranks reads 1,000 small values)."""
+    counts = {}  # type: Dict[str, Dict[str, int]]
+    failing = {}  # type: Dict[str, Dict[int, str]]
+    try:
+        directory = flux.kvs.get_dir(handle, HEALTH_KVS_DIR)
+        listed = {name: directory[name] for name in directory}
+    except OSError:  # nothing written yet (ENOENT), or not a MiniCluster with checks
+        listed = {}
+    for name, results in sorted(listed.items()):
+        if not name.isdigit() or int(name) not in online or not isinstance(results, dict):
+            continue
+        for check, result_line in sorted(results.items()):
+            if not isinstance(result_line, list) or len(result_line) != 2:
+                continue
+            status, line = result_line
+            result = "pass" if status == 0 else "fail"
+            counts.setdefault(check, {"pass": 0, "fail": 0})[result] += 1
+            if status != 0:
+                failing.setdefault(check, {})[int(name)] = str(line)
+    details = {}  # type: Dict[str, Dict[str, str]]
+    for check, ranks in failing.items():
+        first = min(ranks)
+        details[check] = {"failing": str(IDset(",".join(map(str, ranks)))), "line": ranks[first]}
+    return {"health_checks": counts, "health": details}
+
+
 def _count_gpus(resources: List[Dict[str, Any]], factor: int = 1) -> int:
     total = 0
     for resource in resources:
@@ -196,6 +252,7 @@ class Collector:
             busy.add(IDset(job.get("ranks") or ""))
         metrics["sched"]["allocated"] = str(busy)
         metrics["ranks"] = self._ranks(sched, status)  # JSON only: for the autoscaler
+        metrics.update(_health(handle, IDset(status["online"])))
         return metrics
 
     @staticmethod
@@ -230,7 +287,15 @@ class Collector:
             drained.add(IDset(ranks))
         allocated = sched.allocated.ranks
         draining = drained & allocated
+        by_reason = {state: {c: 0 for c in DRAIN_CAUSES} for state in ("drained", "draining")}
+        for ranks, entry in status.get("drain", {}).items():
+            cause = _drain_cause((entry or {}).get("reason") or "")
+            ids = IDset(ranks)
+            busy = (ids & allocated).count()
+            by_reason["draining"][cause] += busy
+            by_reason["drained"][cause] += ids.count() - busy
         return {
+            "nodes_drain_by_reason": by_reason,
             "nodes": {state: sched[state].nnodes for state in states},
             "cores": {state: sched[state].ncores for state in states},
             "gpus": {state: sched[state].ngpus for state in states},
@@ -296,7 +361,7 @@ def to_prometheus(metrics: Metrics) -> str:
         name = "flux_" + key
         lines.append("# HELP {} {}".format(name, text.replace("\\", "\\\\")))
         lines.append(f"# TYPE {name} gauge")
-        value = metrics[key]
+        value = metrics[SOURCES.get(key, key)]
         if not labels:
             lines.append(f"{name} {value}")
             continue
