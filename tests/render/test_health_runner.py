@@ -25,7 +25,7 @@ CERT = CurveCert.generate("runner")
 FAKE_FLUX = textwrap.dedent(
     r'''
     #!/usr/bin/env python3
-    """Stand-in flux: uptime; resource drain [-f|-u] RANK REASON; resource
+    """Stand-in flux: uptime; kvs (taken, not kept); resource drain [-f|-u] RANK REASON; resource
     drain -n -i RANK -o FMT; resource undrain RANK. Drains in $FAKE_DRAINS
     ({rank: reason}); $FAKE_DRAINS.fail holds how many drain/undrain calls
     fail first (a resource module not up yet); every call in $FAKE_DRAINS.log."""
@@ -34,7 +34,7 @@ FAKE_FLUX = textwrap.dedent(
     args = sys.argv[1:]
     with open(path + ".log", "a") as log:
         log.write(json.dumps(args) + "\n")
-    if args[0] == "uptime":
+    if args[0] in ("uptime", "kvs"):
         sys.exit(0)
     drains = json.load(open(path)) if os.path.exists(path) else {}
     if args[:2] == ["resource", "drain"] and "-n" in args:
@@ -57,7 +57,9 @@ FAKE_FLUX = textwrap.dedent(
     elif args[:2] == ["resource", "undrain"]:
         if drains.pop(args[2], None) is None:
             sys.exit(1)
-    json.dump(drains, open(path, "w"))
+    with open(path + ".new", "w") as new:  # whole, for the test's reads
+        json.dump(drains, new)
+    os.rename(path + ".new", path)
     '''
 ).lstrip()
 

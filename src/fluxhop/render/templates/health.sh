@@ -217,10 +217,26 @@ publish() {
     printf '%s\n' "$socket {$json}" >"$results/.published"
 }
 
+clock() {
+    # now: milliseconds, from EPOCHREALTIME (bash 5; its separator is the
+    # locale's) or, in an older bash, whole seconds
+    if [ -n "${EPOCHREALTIME:-}" ]; then
+        now=${EPOCHREALTIME//[!0-9]/}
+        now=$((10#$now / 1000))
+    else
+        now=$((SECONDS * 1000))
+    fi
+}
+
+# Each check is due every interval from its first run (not from the end of
+# the last one), so a failure is seen at most an interval, the check's own
+# time and one Flux call after it happens.
 declare -a due
+clock
 for i in "${!check_names[@]}"; do
     # an active check's first job waits an interval: a batch job comes first
-    if [ "${check_kinds[i]}" = active ]; then due[i]=$((SECONDS + check_intervals[i])); else due[i]=0; fi
+    due[i]=$now
+    if [ "${check_kinds[i]}" = active ]; then due[i]=$((now + check_intervals[i] * 1000)); fi
 done
 first=1   # a pod restarted while health had its rank drained: asked once
 pending=0 # the last settle failed: tried again each second
@@ -228,8 +244,10 @@ until flux uptime; do in_background sleep 1; done
 while :; do
     ran=0
     for i in "${!check_names[@]}"; do
-        [ "$SECONDS" -ge "${due[i]}" ] || continue
-        due[i]=$((SECONDS + check_intervals[i]))
+        clock
+        [ "$now" -ge "${due[i]}" ] || continue
+        due[i]=$((due[i] + check_intervals[i] * 1000))
+        if [ "${due[i]}" -le "$now" ]; then due[i]=$((now + check_intervals[i] * 1000)); fi
         if [ "${check_kinds[i]}" = passive ]; then
             run_check "${check_names[i]}" "${check_timeouts[i]}"
             ran=1
@@ -250,5 +268,13 @@ while :; do
             pending=1
         fi
     fi
-    in_background sleep 1
+    # until the next check is due, looking each second for an active result
+    clock
+    pause=1000
+    for i in "${!due[@]}"; do
+        if [ $((due[i] - now)) -lt "$pause" ]; then pause=$((due[i] - now)); fi
+    done
+    if [ "$pause" -lt 10 ]; then pause=10; fi
+    printf -v pause '%d.%03d' $((pause / 1000)) $((pause % 1000))
+    in_background sleep "$pause"
 done
