@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -13,6 +15,7 @@ from fluxhop.errors import InputError, LocalToolMissing
 __all__ = ["operator_command"]
 
 
+F = TypeVar("F", bound=Callable[..., Any])
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -24,6 +27,12 @@ def own_namespace() -> str | None:
     if not named and SERVICE_ACCOUNT_NAMESPACE.is_file():
         named = SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
     return named or None
+
+
+def _interval(flag: str, default: float, text: str) -> Callable[[F], F]:
+    """A timer's interval: seconds, 0.1 at least."""
+    return click.option(flag, type=Seconds(0.1, inclusive=True), default=default,
+                        show_default=True, help=text)  # fmt: skip
 
 
 @click.command("operator")
@@ -53,13 +62,17 @@ def own_namespace() -> str | None:
     "--standalone", is_flag=True, help="No peering with other replicas (one replica only)."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every step, not only what changed.")
-@click.option(
+@_interval(
     "--autoscale-interval",
-    type=Seconds(0.1, inclusive=True),
-    default=0.2,
-    show_default=True,
-    help="Seconds at least between looks at the queue of a MiniCluster with spec.autoscale "
+    0.2,
+    "Seconds at least between looks at the queue of a MiniCluster with spec.autoscale "
     "(a look waits at rank 0, over the pod network, until its queue changes, 10 s at most).",
+)
+@_interval(
+    "--health-interval",
+    5.0,
+    "Seconds between looks at the health of a MiniCluster with spec.health "
+    "(status.health, events Drained and Recovered).",
 )
 @click.option(
     "--priority",
@@ -74,6 +87,7 @@ def operator_command(
     standalone: bool,
     verbose: bool,
     autoscale_interval: float,
+    health_interval: float,
     priority: int | None,
 ) -> int:
     """Reconcile MiniCluster resources in the cluster (kopf; replaces the Flux Operator's controller)."""
@@ -102,6 +116,7 @@ def operator_command(
     handlers.standalone = standalone
     handlers.own_namespace = own_namespace()
     handlers.register_autoscaling(autoscale_interval)
+    handlers.register_health(health_interval)
     if priority is not None:
         handlers.priority = priority
     # kopf's log lines, each naming its resource ([namespace/name]): kopf's own

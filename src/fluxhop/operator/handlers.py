@@ -2,7 +2,8 @@
 one - runs the same reconcile (operator/reconcile.py), so the resource's
 status follows its brokers without a polling loop. A MiniCluster that asks
 to autoscale is also looked at on a timer (operator/autoscale_timer.py): its
-queue is inside Flux, where no Kubernetes event tells of it. The handlers
+queue is inside Flux, where no Kubernetes event tells of it; so is one with
+health checks (operator/health_watch.py), whose drains are Flux's too. The handlers
 are plain functions (kopf's own advice): tests call them with a body and a
 namespace.
 
@@ -28,6 +29,7 @@ from fluxhop.errors import FluxhopError
 from fluxhop.operator import cache
 from fluxhop.operator.autoscale_timer import autoscale, waited
 from fluxhop.operator.cache import GROUP, PLURAL, VERSION
+from fluxhop.operator.health_watch import look
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler, Seen
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME, OPERATED
@@ -40,10 +42,12 @@ __all__ = [
     "VERSION",
     "configure",
     "on_autoscale",
+    "on_health",
     "on_job",
     "on_minicluster",
     "on_pod",
     "register_autoscaling",
+    "register_health",
 ]
 
 PEERING = "fluxhop-operator"
@@ -300,15 +304,9 @@ def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
     name = cr["metadata"]["name"]
     kube = connect(namespace)
 
-    def lead() -> dict[str, Any] | None:
-        known = leads.get((namespace, name))
-        if known is not None and running_lead([known]) is not None:
-            return known
-        return running_lead(kube.list("Pod", labels={JOB_NAME: name}))  # not seen running yet
-
     key = (namespace, name)
     try:
-        pod = lead()
+        pod = _lead(kube, namespace, name)
         found = None
         if pod is not None:  # a long poll: the look goes on once the queue changed
             found = waited(cr, namespace, pod, versions.get(key), now=time.time(),
@@ -337,6 +335,55 @@ def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
     if tick.writes:
         why = (tick.status or {}).get("reason", "")
         LOG.info("MiniCluster %s/%s: %s (%s)", namespace, name, ", ".join(tick.writes), why)
+
+
+def _lead(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+    """MiniCluster ``name``'s rank 0 pod, running: the one the pods' events
+    brought, or one asked for (not seen running yet)."""
+    known = leads.get((namespace, name))
+    if known is not None and running_lead([known]) is not None:
+        return known
+    return running_lead(kube.list("Pod", labels={JOB_NAME: name}))
+
+
+def _health_watched(body: Any, **_: Any) -> bool:
+    meta = body.get("metadata") or {}
+    return (
+        OPERATED in (meta.get("annotations") or {})
+        and (body.get("spec") or {}).get("health") is not None
+        and _selected(meta.get("labels") or {})
+    )
+
+
+# status.health as this operator last wrote it (with the resource's uid):
+# kopf's body may not have brought the write yet, and its events are said once
+health_written: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = {}
+
+
+def on_health(body: Any, namespace: str, **_: Any) -> None:
+    """One look at the health of a MiniCluster resource with spec.health."""
+    cr = dict(body)
+    name, uid = cr["metadata"]["name"], cr["metadata"].get("uid")
+    kube = connect(namespace)
+    key = (namespace, name)
+    mine = health_written.get(key)
+    try:
+        status = look(kube, cr, _lead(kube, namespace, name),
+                      mine[1] if mine is not None and mine[0] == uid else None)  # fmt: skip
+    except FluxhopError as err:  # the pods could not be listed: the next look
+        LOG.warning("MiniCluster %s/%s: health: %s", namespace, name, err)
+        return
+    if status is not None:
+        health_written[key] = (uid, status)
+
+
+def register_health(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:
+    """Look at the health of MiniClusters with spec.health every ``interval``
+    seconds (fluxhop operator --health-interval); call before kopf runs."""
+    kopf.timer(
+        GROUP, VERSION, PLURAL, id="health", interval=interval, when=_health_watched,
+        registry=registry,
+    )(on_health)  # fmt: skip
 
 
 def register_autoscaling(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:

@@ -1,0 +1,97 @@
+"""The operator's health look (operator/health_watch.py) against the fake
+API server: a MiniCluster resource with spec.health, reconciled by fluxhop's
+operator, whose rank 0 answers metrics from the test. status.health follows
+them; a rank health drains is a Drained event, one it no longer holds a
+Recovered event, each said once; a look that changes nothing writes
+nothing. With real Flux and a real API server: tests/realk8s/test_health.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from fluxhop.operator.health_watch import HEALTH_STATUS, changes, health_status, look
+from fluxhop.operator.reconcile import Reconciler
+from fluxhop.workload.status import running_lead
+from tests.cluster.rank0 import metrics
+from tests.operator.test_reconcile import current, events, resource, settle
+
+CHECKS = {"checks": [{"name": "gpus", "command": "fluxhop_gpus"}]}
+SICK = "health: gpus: 3 of 4 GPUs present"
+
+
+def sick(*ranks: int, admin: str = "") -> dict:
+    """metrics.py's JSON with health's drain on ``ranks`` (and an admin's on ``admin``)."""
+    found = metrics()
+    drains = [{"ranks": ",".join(map(str, ranks)), "reason": SICK}] if ranks else []
+    if admin:
+        drains.append({"ranks": admin, "reason": "maintenance"})
+    found["ranks"]["drain"] = drains
+    found["health_checks"] = {"gpus": {"pass": 4 - len(ranks), "fail": len(ranks)}}
+    if ranks:
+        found["health"] = {
+            "gpus": {"failing": ",".join(map(str, ranks)), "line": "3 of 4 GPUs present"}
+        }
+    return found
+
+
+def test_the_status_from_the_metrics():
+    status = health_status(sick(1, 3, admin="2"))
+    assert status == {
+        "checks": [{"name": "gpus", "passing": 2, "failing": 2, "failingRanks": "1,3",
+                    "lastFailure": "3 of 4 GPUs present"}],
+        "drained": [{"rank": 1, "reason": SICK}, {"rank": 3, "reason": SICK}],
+    }  # fmt: skip
+    # a metrics.py from before spec.health: nothing to say
+    assert health_status(metrics()) == {"checks": [], "drained": []}
+
+
+def test_the_events_between_two_looks():
+    before, after = health_status(sick(1)), health_status(sick(3))
+    assert changes(before, after) == [
+        ("Warning", "Drained", f"rank 3 drained: {SICK}"),
+        ("Normal", "Recovered", "rank 1 is no longer drained by its health checks"),
+    ]
+    assert changes(after, after) == []
+
+
+@pytest.fixture
+def checked(fake, kube, ops, rank0):
+    kube.apply(resource(size=4, health=CHECKS))
+    settle(fake, Reconciler(ops))
+    return current(fake)
+
+
+def look_once(fake, kube, rank0, previous=None):
+    pods = list(fake.objects(kinds=("Pod",)))
+    return look(kube, current(fake), running_lead(pods), previous, scrape=rank0.scrape)
+
+
+def test_a_drain_and_its_recovery_are_status_and_events(fake, kube, rank0, checked):
+    rank0.now = sick(2)
+    written = look_once(fake, kube, rank0)
+    assert current(fake)["status"][HEALTH_STATUS] == written
+    assert written["drained"] == [{"rank": 2, "reason": SICK}]
+    assert events(fake).count(("Warning", "Drained")) == 1
+    # the next look, with kopf's body behind this write: said once all the same
+    look_once(fake, kube, rank0, previous=written)
+    assert events(fake).count(("Warning", "Drained")) == 1
+    rank0.now = sick()
+    look_once(fake, kube, rank0, previous=written)
+    assert current(fake)["status"][HEALTH_STATUS]["drained"] == []
+    assert ("Normal", "Recovered") in events(fake)
+
+
+def test_a_look_that_changes_nothing_writes_nothing(fake, kube, rank0, checked):
+    rank0.now = sick(1)
+    look_once(fake, kube, rank0)
+    version = current(fake)["metadata"]["resourceVersion"]
+    look_once(fake, kube, rank0)
+    assert current(fake)["metadata"]["resourceVersion"] == version
+
+
+def test_without_health_or_rank_0_there_is_no_look(fake, kube, ops, rank0):
+    kube.apply(resource(size=2))
+    settle(fake, Reconciler(ops))
+    assert look_once(fake, kube, rank0) is None
+    assert look(kube, current(fake), None, scrape=rank0.scrape) is None
+    assert rank0.scrapes == 0
