@@ -197,7 +197,11 @@ def extensions() -> dict[str, str]:
     found["spec.health"] = (
         "checks that drain a failing node's rank ([health checks](../operations.md#health-checks))"
     )
-    found["spec.health.onFailure"] = "`drain`: the failing rank is drained until it passes again"
+    found["spec.health.onFailure"] = (
+        "`drain`: the failing rank is drained until it passes again; `replace`: its idle pod is "
+        "also evicted and its node tainted by fluxhop's operator"
+    )
+    found["spec.health.maxReplacements"] = "the most ranks being replaced at once (default 1)"
     found["spec.health.checks"] = (
         "the checks: on every broker's node, or as Flux jobs on idle nodes"
     )

@@ -106,3 +106,11 @@ def test_both_backends_are_the_one_interface(fake, kubeconfig):
         assert isinstance(local.backend, LocalMiniClusters) and local.namespace == "local"
     source = inspect.getsource(fluxhop.Client)
     assert "_local" not in source  # no per-method branch on the backend
+
+
+def test_replace_without_the_operator_is_said(client, fake):
+    from fluxhop.errors import FluxhopWarning
+
+    health = {"onFailure": "replace", "checks": [{"name": "a", "command": "true"}]}
+    with pytest.warns(FluxhopWarning, match=r"^spec.health.onFailure replace: only fluxhop's "):
+        client.create({**SPEC, "spec": {**SPEC["spec"], "health": health}})

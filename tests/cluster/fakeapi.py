@@ -90,6 +90,7 @@ RESOURCES = {
         "ClientMount",
     ),
     ("apis/kopf.dev/v1", "clusterkopfpeerings"): ("kopf.dev/v1", "ClusterKopfPeering"),
+    ("api/v1", "nodes"): ("v1", "Node"),  # seeded by tests; patched (tainted) by the operator
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
@@ -103,7 +104,7 @@ DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 # Cluster-wide list/watch of a namespaced kind (/apis/G/V/PLURAL), and the
 # objects of a cluster-scoped kind (/apis/G/V/PLURAL/NAME): namespace "".
 CLUSTER_PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)/([^/]+)(?:/([^/]+))?$")
-CLUSTER_SCOPED = {"ClusterKopfPeering"}
+CLUSTER_SCOPED = {"ClusterKopfPeering", "Node"}
 ALL_NAMESPACES = ""
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
@@ -1335,11 +1336,13 @@ class FakeAPIServer:
                 self._event(namespace, pod, "FailedMount", f"MountVolume.SetUp failed: {missing}")
                 return
             state["phase"] = "Running"
+            state["startTime"] = now()
             state["podIP"] = f"10.244.{next(self.rv) % 250}.{self._pod_index(pod) % 250 + 2}"
             name = pod["spec"]["containers"][0]["name"]
             state["containerStatuses"] = [
-                {"name": name, "ready": True, "state": {"running": {"startedAt": now()}}}
-            ]
+                {"name": name, "ready": True, "restartCount": 0, "image": pod["spec"]["containers"][0]
+                 .get("image", ""), "imageID": "", "state": {"running": {"startedAt": now()}}}
+            ]  # fmt: skip
             # rank 0 with the probe: once the instance is up; without one: now
             self._set_ready(pod, self._pod_index(pod) != 0 or not self._probed(pod))
             self._bump("MODIFIED", "Pod", namespace, pod)
@@ -1412,6 +1415,9 @@ class FakeAPIServer:
             {
                 "name": name,
                 "ready": False,
+                "restartCount": 0,
+                "image": pod["spec"]["containers"][0].get("image", ""),
+                "imageID": "",
                 "state": {
                     "terminated": {
                         "exitCode": code,

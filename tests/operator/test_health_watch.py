@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from fluxhop.operator.health_watch import HEALTH_STATUS, changes, health_status, look
+from fluxhop.operator.health_watch import (
+    HEALTH_STATUS,
+    REPLACED,
+    UNHEALTHY,
+    changes,
+    health_status,
+    look,
+    to_replace,
+)
 from fluxhop.operator.reconcile import Reconciler
 from fluxhop.workload.status import running_lead
 from tests.cluster.rank0 import metrics
@@ -95,3 +103,70 @@ def test_without_health_or_rank_0_there_is_no_look(fake, kube, ops, rank0):
     assert look_once(fake, kube, rank0) is None
     assert look(kube, current(fake), None, scrape=rank0.scrape) is None
     assert rank0.scrapes == 0
+
+
+REPLACE = {"onFailure": "replace", "checks": [{"name": "gpus", "command": "fluxhop_gpus",
+                                               "intervalSeconds": 5, "timeoutSeconds": 5}]}  # fmt: skip
+LATER = 10**10  # "now", long after every pod started (past the checks' first round)
+
+
+def pod(rank: int, *, started: str = "2026-01-01T00:00:00Z", phase: str = "Running") -> dict:
+    return {
+        "metadata": {"name": f"demo-{rank}-x", "labels": {
+            "job-name": "demo", "batch.kubernetes.io/job-completion-index": str(rank)}},
+        "spec": {"nodeName": f"node-{rank}"},
+        "status": {"phase": phase, "startTime": started},
+    }  # fmt: skip
+
+
+def replace_spec(**health):
+    from fluxhop.spec import MiniCluster
+
+    return MiniCluster.from_dict(resource(size=4, health={**REPLACE, **health}))
+
+
+@pytest.mark.parametrize(
+    ("drained", "pods", "busy", "health", "now", "chosen"),
+    [
+        ([1, 2], [0, 1, 2, 3], "", {}, LATER, [1]),  # maxReplacements 1: one at a time
+        ([1, 2], [0, 1, 2, 3], "", {"maxReplacements": 2}, LATER, [1, 2]),
+        ([1, 2], [0, 2, 3], "", {"maxReplacements": 2}, LATER, [2]),  # rank 1's already going
+        ([0], [0, 1, 2, 3], "", {}, LATER, []),  # never rank 0's: the instance is there
+        ([1], [0, 1, 2, 3], "1", {}, LATER, []),  # a job runs on it
+        ([1], [0, 1, 2, 3], "", {"onFailure": "drain"}, LATER, []),
+        # younger than the checks' first round (interval + timeout + 10 s after it started)
+        ([1], [0, 1, 2, 3], "", {}, 1767225600 + 19, []),
+        ([1], [0, 1, 2, 3], "", {}, 1767225600 + 21, [1]),
+    ],
+)  # fmt: skip
+def test_which_pods_are_replaced(drained, pods, busy, health, now, chosen):
+    status = {"drained": [{"rank": r, "reason": SICK} for r in drained]}
+    found = metrics()
+    found["sched"] = {**found.get("sched", {}), "allocated": busy}
+    replaced = to_replace(replace_spec(**health), status, found, [pod(r) for r in pods], now)
+    assert [r.rank for r in replaced] == chosen
+    assert all(r.node == f"node-{r.rank}" and r.reason == SICK for r in replaced)
+
+
+def test_a_replacement_taints_the_node_records_why_and_evicts(fake, kube, ops, rank0):
+    fake.seed("Node", {"metadata": {"name": "node-1"},
+                       "spec": {"taints": [{"key": "other", "effect": "NoSchedule"}]}},
+              namespace="")  # fmt: skip
+    kube.apply(resource(size=4, health=REPLACE))
+    settle(fake, Reconciler(ops))
+    rank0.now = sick(2)
+    pods = list(fake.objects(kinds=("Pod",)))
+    rank2 = next(p for p in pods if p["metadata"]["name"].startswith("demo-2-"))
+    look(kube, current(fake), running_lead(pods), scrape=rank0.scrape, now=LATER)
+    node = fake.get("Node", "node-1", namespace="")
+    assert node["spec"]["taints"] == [
+        {"key": "other", "effect": "NoSchedule"},
+        {"key": UNHEALTHY, "value": "demo", "effect": "NoSchedule"},
+    ]
+    assert node["metadata"]["annotations"][REPLACED] == f"default/demo rank 2: {SICK}"
+    assert ("Warning", "Replaced") in events(fake)
+    gone = fake.get("Pod", rank2["metadata"]["name"])
+    assert gone is None or gone["metadata"].get("deletionTimestamp")  # evicted
+    # the Job makes rank 2 again: no second replacement while it has no running pod
+    look(kube, current(fake), running_lead(pods), scrape=rank0.scrape, now=LATER)
+    assert events(fake).count(("Warning", "Replaced")) == 1

@@ -23,6 +23,19 @@ def test_defaults():
     assert (check.kind, check.interval_seconds, check.timeout_seconds) == ("passive", 60, 10)
 
 
+def test_replace_needs_a_rank_besides_rank_0():
+    check = {"name": "a", "command": "true"}
+    one = minicluster_doc("hc", size=1, containers=[{"image": "x", "command": "true"}],
+                          health={"onFailure": "replace", "checks": [check]})  # fmt: skip
+    with pytest.raises(SpecError) as caught:
+        MiniCluster.from_dict(one)
+    assert str(caught.value) == (
+        "spec: health.onFailure replace needs size 2 or more (rank 0 is never replaced)"
+    )
+    health = MiniCluster.from_dict(doc({"onFailure": "replace", "checks": [check]})).spec.health
+    assert health is not None and (health.on_failure, health.max_replacements) == ("replace", 1)
+
+
 def test_an_active_check():
     check = {"name": "allreduce", "command": "all_reduce_perf", "kind": "active"}
     health = MiniCluster.from_dict(doc({"checks": [check]})).spec.health
@@ -41,6 +54,8 @@ def test_an_active_check():
          "spec.health.checks: name a is used twice; name each check once"),
         ({"checks": [{"name": "A b", "command": "x"}]}, "spec.health.checks[0].name: "),
         ({"checks": []}, "spec.health.checks: "),
+        ({"onFailure": "replace", "maxReplacements": 0, "checks": [{"name": "a", "command": "x"}]},
+         "spec.health.maxReplacements: Input should be greater than or equal to 1"),
         ({"checks": [{"name": "a", "command": "x", "kind": "sometimes"}]},
          "spec.health.checks[0].kind: Input should be 'passive' or 'active'"),
     ],

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import httpx2
 from lightkube import ALL_NS, ApiError, Client, ConfigError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Pod
 from lightkube.types import CascadeType, PatchType
 
 from fluxhop.cluster.answers import (
@@ -315,6 +317,18 @@ class Kube:
                     what.resource, name, namespace=self.namespace, cascade=CascadeType.BACKGROUND
                 ),
             )
+        except NotFound:
+            return False
+        return True
+
+    def evict(self, pod: str) -> bool:
+        """Evict a pod through the eviction API (as a node drain does): its
+        DisruptionTarget condition is what a Job's podFailurePolicy ignores,
+        so the Job makes another pod for its index. False when it was gone."""
+        body = Pod.Eviction(metadata=ObjectMeta(name=pod, namespace=self.namespace))
+        try:
+            self._call("evict", kind("Pod"), pod,
+                       lambda: self.client.create(body, name=pod, namespace=self.namespace))  # fmt: skip
         except NotFound:
             return False
         return True

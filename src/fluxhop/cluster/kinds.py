@@ -64,6 +64,7 @@ KINDS: dict[str, Kind] = {
         Kind("lus.cray.hpe.com/v1beta1", "LustreFileSystem", "lustrefilesystems"),  # global Lustre
         Kind("kopf.dev/v1", "KopfPeering", "kopfpeerings"),  # the operator's peering
         Kind("kopf.dev/v1", "ClusterKopfPeering", "clusterkopfpeerings", namespaced=False),
+        Kind("v1", "Node", "nodes", namespaced=False),  # tainted by spec.health's replace
     )
 }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ from fluxhop.errors import (
     AlreadyExists,
     ClusterError,
     FluxhopError,
+    FluxhopWarning,
     InputError,
     Interrupted,
     NotFound,
@@ -79,6 +81,14 @@ class MiniClusters(Waiting):
         """
         if spec.namespace != self.kube.namespace:
             spec = spec.renamed(namespace=self.kube.namespace)
+        health = spec.spec.health
+        if health and health.on_failure == "replace" and Target.parse(target) != Target.MINICLUSTER:
+            warnings.warn(
+                "spec.health.onFailure replace: only fluxhop's operator replaces pods, those of "
+                "a MiniCluster resource applied to it; here a failing rank stays drained",
+                FluxhopWarning,
+                stacklevel=2,
+            )
         objects = prepare(spec, target, cluster_domain=cluster_domain)
         return self.apply_objects(objects, target, owners=owners)
 

@@ -7,7 +7,9 @@ runs every ``intervalSeconds`` as a Flux job on the nodes no job holds, at the
 lowest urgency and with whole nodes, so that it never runs beside user work
 (an all-reduce over the idle nodes, say). A rank whose check fails is drained with the reason ``health: <check>: <first line>`` and
 undrained once every check passes again, only if health drained it: an
-admin's drain is never touched (render/templates/health.sh runs them; the
+admin's drain is never touched. With ``onFailure: replace`` fluxhop's
+operator replaces the pod of a rank health drained once no job runs there
+(never rank 0's, never more than ``maxReplacements`` at once) (render/templates/health.sh runs them; the
 shipped checks, ``fluxhop_gpus``, ``fluxhop_disk_free`` and
 ``fluxhop_writable``, are in render/templates/health-checks.sh).
 """
@@ -48,7 +50,10 @@ class HealthCheck(Model):
 
 
 class HealthSpec(Model):
-    on_failure: Literal["drain"] = "drain"
+    # replace: fluxhop's operator also evicts a drained rank's idle pod and
+    # taints its node, so the Job's new pod runs elsewhere (operator/health_watch.py)
+    on_failure: Literal["drain", "replace"] = "drain"
+    max_replacements: int = Field(1, ge=1, le=1000)  # pods being replaced at once, at most
     checks: list[HealthCheck] = Field(min_length=1)
 
     @field_validator("checks")

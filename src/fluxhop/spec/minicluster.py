@@ -150,6 +150,10 @@ class MiniClusterSpec(Model):
             )
         if self.autoscale is not None and self.max_size is None:
             raise ValueError("autoscale needs maxSize, the most nodes the MiniCluster may grow to")
+        if self.health and self.health.on_failure == "replace" and self.max_nodes < 2:
+            raise ValueError(
+                "health.onFailure replace needs size 2 or more (rank 0 is never replaced)"
+            )
         if self.tasks is not None and -(-self.tasks // self.size) > MAX_CORES_PER_NODE:
             raise ValueError(
                 f"tasks {self.tasks} on size {self.size} is {-(-self.tasks // self.size)} tasks "

@@ -259,7 +259,9 @@ while :; do
         rm -f "$results/.fresh" # an active check's task left a result
         ran=1
     fi
-    if [ "$ran" = 1 ] || [ "$pending" = 1 ]; then
+    # (the first settle comes at once: a pod whose checks are all active
+    # lifts the drain its rank had before it all the same)
+    if [ "$ran" = 1 ] || [ "$pending" = 1 ] || [ "$first" = 1 ]; then
         if settle; then
             pending=0
             first=0
