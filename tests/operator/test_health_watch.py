@@ -7,6 +7,8 @@ nothing. With real Flux and a real API server: tests/realk8s/test_health.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fluxhop.operator.health_watch import (
@@ -76,12 +78,14 @@ def look_once(fake, kube, rank0, previous=None):
 
 def test_a_drain_and_its_recovery_are_status_and_events(fake, kube, rank0, checked):
     rank0.now = sick(2)
+    behind = current(fake)  # kopf's body, before the look's write
     written = look_once(fake, kube, rank0)
     assert current(fake)["status"][HEALTH_STATUS] == written
     assert written["drained"] == [{"rank": 2, "reason": SICK}]
     assert events(fake).count(("Warning", "Drained")) == 1
     # the next look, with kopf's body behind this write: said once all the same
-    look_once(fake, kube, rank0, previous=written)
+    pods = list(fake.objects(kinds=("Pod",)))
+    look(kube, behind, running_lead(pods), written, scrape=rank0.scrape)
     assert events(fake).count(("Warning", "Drained")) == 1
     rank0.now = sick()
     look_once(fake, kube, rank0, previous=written)
@@ -170,3 +174,19 @@ def test_a_replacement_taints_the_node_records_why_and_evicts(fake, kube, ops, r
     # the Job makes rank 2 again: no second replacement while it has no running pod
     look(kube, current(fake), running_lead(pods), scrape=rank0.scrape, now=LATER)
     assert events(fake).count(("Warning", "Replaced")) == 1
+
+
+def test_the_operators_namespace_may_read_the_metrics_of_those_it_checks(fake, kube, ops):
+    kube.apply(resource(size=2, health=CHECKS))
+    Reconciler(ops, operator_namespace="fluxhop-system").reconcile(current(fake))
+    policy = fake.get("NetworkPolicy", "demo-flux-broker")
+    assert "fluxhop-system" in json.dumps(policy)
+
+
+def test_the_reconcile_leaves_status_health_alone(fake, kube, rank0, ops, checked):
+    rank0.now = sick(1)
+    look_once(fake, kube, rank0)
+    version = current(fake)["metadata"]["resourceVersion"]
+    Reconciler(ops).reconcile(current(fake))
+    assert current(fake)["metadata"]["resourceVersion"] == version  # nothing else changed
+    assert current(fake)["status"][HEALTH_STATUS]["drained"] == [{"rank": 1, "reason": SICK}]

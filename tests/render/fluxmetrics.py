@@ -21,7 +21,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from fluxhop.flux.idset import encode
-from fluxhop.render.scripts import HEALTH_KVS_DIR
+from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR
 from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.workload.autoscale import DRAIN_REASON
 from tests.conformance import REPO
@@ -276,9 +276,14 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
             "-a",
             "-n",
             "-o",
-            "{state}|{queue}|{result}|{urgency}|{nnodes}|{ncores}|{ranks}",
+            "{state}|{queue}|{result}|{urgency}|{nnodes}|{ncores}|{ranks}|{name}",
         ).splitlines()
     ]
+    # the jobs of active health checks: counted by state, never as demand or use
+    checks = [job for job in jobs if job[7].startswith(HEALTH_JOB_PREFIX)]
+    checking = [job for job in checks if job[0] in ("RUN", "CLEANUP")]
+    stats = jobs
+    jobs = [job for job in jobs if job not in checks]
     pending = [job for job in jobs if job[0] in ("DEPEND", "PRIORITY", "SCHED")]
     waiting = [job for job in pending if job[3] != "0"]
     nodes = [_number(job[4]) for job in waiting]
@@ -320,16 +325,16 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
         "nodes_drain": {"drained": status["drained"], "draining": status["draining"]},
         "nodes_drain_by_reason": by_reason,
         **_health(flux, set().union(*map(_ranks, online))),
-        "jobs": {state: sum(job[0].lower() == state for job in jobs) for state in STATES},
+        "jobs": {state: sum(job[0].lower() == state for job in stats) for state in STATES},
         "queue_jobs": {
             queue: {
-                state: sum(job[0].lower() == state and job[1] == queue for job in jobs)
+                state: sum(job[0].lower() == state and job[1] == queue for job in stats)
                 for state in STATES
             }
             for queue in QUEUES
         },
         "jobs_result": {
-            result: sum(job[2].lower() == result for job in jobs)
+            result: sum(job[2].lower() == result for job in stats)
             for result in ("completed", "failed", "canceled", "timeout")
         },
         "jobs_held": len(pending) - len(waiting),
@@ -344,6 +349,7 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
             "max_nodes": max(sched_nodes, default=0),
             "max_cores": max(sched_cores, default=0),
             "allocated": _idset(set().union(*(_ranks(job[6]) for job in running))),
+            "checking": _idset(set().union(*(_ranks(job[6]) for job in checking))),
         },
     }
 

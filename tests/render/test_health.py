@@ -161,3 +161,21 @@ def _running(session: int, command: str) -> bool:
     """Whether a process of ``session`` runs ``command``."""
     found = subprocess.run(["pgrep", "-s", str(session), "-f", command], capture_output=True)
     return found.returncode == 0
+
+
+def test_a_result_is_200_ascii_bytes_at_most(tmp_path):
+    # a drain reason Flux takes: valid UTF-8, so a character is never cut
+    wide = {"checks": [{"name": "wide", "command": "printf '%.0s\u2717' {1..70}; exit 1"}]}
+    data = config_map(render(spec(wide), cert=CERT))["data"]
+    config = tmp_path / "config"
+    (config / "health").mkdir(parents=True)
+    for key in ("health-once.sh", "health-checks.sh"):
+        (config / key).write_text(data[key])
+    (config / "health" / "wide.sh").write_text(data["health.wide.sh"])
+    results = tmp_path / "results"
+    results.mkdir()
+    done = subprocess.run(["bash", str(config / "health-once.sh"), str(config), "wide", "10",
+                           str(results)], env={**os.environ, "LC_ALL": "C.UTF-8"})  # fmt: skip
+    assert done.returncode == 1
+    result = (results / "wide").read_bytes()
+    assert result == b"1 " + b"?" * 200 + b"\n"  # each of its bytes, none of them cut in two

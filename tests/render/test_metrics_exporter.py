@@ -143,8 +143,11 @@ def test_the_jobs_of_active_health_checks_are_no_demand_and_no_use(flux):
     waiting = flux.submit(f"--job-name={HEALTH_JOB_PREFIX}b", "-N", "2", "hostname")
     flux.wait_state(waiting, "SCHED")
     numbers = flux.metrics()
+    assert numbers == from_commands(flux, 0)
     assert numbers["pending_nodes"] == 0 and numbers["sched"]["nodes"] == 0
     assert numbers["sched"]["allocated"] == ""
+    # where a check runs: a shrink waits for it (workload/autoscale.py)
+    assert numbers["sched"]["checking"] == flux("jobs", "-no", "{ranks}", checking).strip()
     assert numbers["jobs"]["run"] == 1  # still a job of the instance's
 
 

@@ -199,6 +199,15 @@ def test_an_admins_drain_does_not_stall_a_shrink():
     assert decision.size == 1 and not decision.undrain  # 3 stays the admin's
 
 
+def test_a_health_check_on_a_leaving_rank_holds_the_shrink_not_the_idle_time():
+    checking = Observation(**{**seen(4, drained=[1, 2, 3]).__dict__, "checking": frozenset({2})})
+    decision, state = decide(POLICY, checking, State(0, 1), 100)
+    assert decision.size == 4 and "waiting for the job(s) on ranks 2" in decision.reason
+    assert state.idle_since == 0  # the check made no node busy
+    done = Observation(**{**checking.__dict__, "checking": frozenset()})
+    assert decide(POLICY, done, state, 101)[0].size == 1
+
+
 def test_nodes_that_just_became_idle_wait_the_whole_delay():
     _, state = decide(POLICY, seen(4, allocated=[0, 1, 2]), State(), 0)  # idle: rank 3
     assert state == State(0, 3)

@@ -36,7 +36,7 @@ from fluxhop.cluster.inside import PodInside
 from fluxhop.cluster.scrape import scrape_json
 from fluxhop.errors import FluxhopError, IdsetError, SpecError
 from fluxhop.flux import idset
-from fluxhop.operator.reconcile import operated, post_event, spec_of
+from fluxhop.operator.reconcile import HEALTH_STATUS, operated, post_event, spec_of
 from fluxhop.render.targets import Target
 from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.spec.minicluster import MiniCluster
@@ -49,7 +49,6 @@ __all__ = [
     "look", "to_replace",
 ]  # fmt: skip
 
-HEALTH_STATUS = "health"
 UNHEALTHY = "fluxhop.flux-framework.org/unhealthy"  # the taint a replaced pod's node gets
 REPLACED = "fluxhop.flux-framework.org/replaced"  # on the pod and the node: why
 Event = tuple[str, str, str]  # type (Normal, Warning), reason, message

@@ -75,6 +75,7 @@ __all__ = [
 
 FIELD_MANAGER = "fluxhop-operator"
 AUTOSCALE_STATUS = "autoscale"  # status.autoscale: the autoscaler's decisions
+HEALTH_STATUS = "health"  # the health look's (operator/health_watch.py)
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
 RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it was made from
@@ -96,13 +97,14 @@ def resource_hash(spec: MiniCluster) -> str:
 def operated(spec: MiniCluster, operator_namespace: str | None = None) -> MiniCluster:
     """What the operator renders: a MiniCluster it keeps serves its metrics
     unless its resource says ``metrics.enabled: false``, and one that
-    autoscales lets the operator's namespace read them (the resource hash is
-    taken of the resource as written, not of this)."""
+    autoscales or has health checks lets the operator's namespace read them
+    (the resource hash is taken of the resource as written, not of this)."""
     served = spec.model_copy(deep=True)
     metrics = served.spec.metrics
     if metrics.enabled is None:
         metrics.enabled = True
-    reader = operator_namespace if spec.spec.autoscale is not None and metrics.enabled else None
+    looked_at = spec.spec.autoscale is not None or spec.spec.health is not None
+    reader = operator_namespace if looked_at and metrics.enabled else None
     if reader and reader != spec.namespace and reader not in metrics.namespaces:
         metrics.namespaces = [*metrics.namespaces, reader]
     return served
@@ -424,9 +426,11 @@ class Reconciler:
         known = {**cr, "status": last}
         status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem)
         out.status = status
-        # status.autoscale is the autoscaler's (operator/autoscale_timer.py): the
-        # merge patch below leaves it as it is
-        previous = {k: v for k, v in (last or {}).items() if k != AUTOSCALE_STATUS}
+        # status.autoscale and status.health are the timers' (operator/
+        # autoscale_timer.py, health_watch.py): the merge patch below leaves them
+        previous = {
+            k: v for k, v in (last or {}).items() if k not in (AUTOSCALE_STATUS, HEALTH_STATUS)
+        }
         if status == previous:
             return
         before = {c.get("type"): c.get("status") for c in previous.get("conditions") or []}

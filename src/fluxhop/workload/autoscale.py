@@ -45,6 +45,9 @@ class Observation:
     drained: frozenset[int] = frozenset()  # ranks this policy drained (DRAIN_REASON)
     drained_by_others: frozenset[int] = frozenset()  # an admin's drains: never undone here
     online: frozenset[int] | None = None  # ranks whose broker is up (None: not known)
+    # ranks a health check's job runs on (spec.health's active checks): idle
+    # for the policy, but a shrink waits for the check to end
+    checking: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ def observe(size: int, metrics: dict[str, Any] | None) -> Observation:
             drained=frozenset().union(*(r for ours, r in drains if ours)),
             drained_by_others=frozenset().union(*(r for ours, r in drains if not ours)),
             online=_ids(ranks["online"]),
+            checking=_ids(str(asks.get("checking") or "")),
         )
     except (KeyError, TypeError, ValueError, AttributeError, IdsetError) as err:
         raise InstanceError(
@@ -180,7 +184,7 @@ def _shrink(policy: Policy, seen: Observation, state: State, now: float) -> tupl
         )
     leaving = frozenset(range(target, seen.size))
     drain = leaving - seen.drained - seen.drained_by_others  # drained already, whoever did
-    busy = leaving & seen.allocated
+    busy = leaving & (seen.allocated | seen.checking)
     if drain or busy:
         why = f"draining ranks {_ranks(leaving)} to shrink to {target}"
         if busy:

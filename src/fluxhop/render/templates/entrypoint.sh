@@ -233,7 +233,7 @@ stop_metrics() {
 }
 
 start_health() {
-    # spec.health's passive checks of this node, for the life of the pod (a
+    # spec.health's checks of this node, for the life of the pod (a
     # worker's broker restarts under it): health.sh drains and undrains this
     # rank through the local broker.
     [ "$health_enabled" = 1 ] || return 0

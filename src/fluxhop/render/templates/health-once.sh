@@ -25,6 +25,14 @@ else
 fi
 [ -d "$results" ] || { printf 'fluxhop: health: no %s on this node\n' "$results" >&2; exit 1; }
 
+ascii() {
+    # At most 200 bytes, every byte ASCII ("?" for each other one): Flux takes
+    # a drain reason only in valid UTF-8, which a cut in a character is not.
+    local LC_ALL=C
+    local text=${1//[$'\x80'-$'\xff']/?}
+    printf '%s' "${text:0:200}"
+}
+
 # TERM (the runner stopped, the job cancelled) ends the check at once
 child=
 trap 'if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; fi; exit 143' TERM INT
@@ -41,7 +49,7 @@ IFS= read -r out <"$results/$name.out" || true
 if { [ "$status" = 124 ] || [ "$status" = 137 ]; } && [ $((SECONDS - started)) -ge "$timeout" ]; then
     out="timed out after ${timeout}s"
 fi
-out=${out:0:200} # a drain reason, not a log
+out=$(ascii "$out") # a drain reason, not a log
 printf '%s %s\n' "$status" "${out:-exit $status}" >"$results/$name.new"
 mv "$results/$name.new" "$results/$name"
 if [ "$fresh" = 1 ]; then : >"$results/.fresh"; fi

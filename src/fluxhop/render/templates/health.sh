@@ -103,9 +103,9 @@ submit_active() {
     local name=$1 timeout=$2 job_file="$results/.job.$1" job='' state=''
     if [ -f "$job_file" ]; then
         read -r job <"$job_file" || true
-        if flux jobs -no '{state}' "$job"; then
-            read -r state <"$results/.flux.out" || true
-        fi
+        # not known: asked again next time, not submitted twice
+        flux jobs -no '{state}' "$job" || return 1
+        read -r state <"$results/.flux.out" || true
         case "$state" in
             RUN | CLEANUP) return 0 ;;                                    # still checking
             DEPEND | PRIORITY | SCHED) flux cancel "$job" || return 1 ;; # its nodes were taken
@@ -114,8 +114,11 @@ submit_active() {
     fi
     idle_ranks || return 1
     [ "$idle_count" -gt 0 ] || return 0
+    # exit-timeout=none: a task that takes longer than the first is not
+    # killed 30 s after it (the job's time limit bounds them all)
     flux submit --job-name="$job_prefix$name" --urgency=1 --exclusive -N "$idle_count" \
         -n "$idle_count" --requires="rank:$idle" -t "$((timeout + flux_timeout))s" \
+        -o exit-timeout=none \
         bash "$config_dir/health-once.sh" "$config_dir" "$name" "$timeout" || return 1
     tail -n 1 "$results/.flux.out" >"$job_file"
 }
@@ -209,7 +212,8 @@ publish() {
         line=${line//[[:cntrl:]]/ }
         json+="${json:+,}\"$name\":[$status,\"$line\"]"
     done
-    socket=$(stat -c %i "$run_dir/local-$rank" 2>/dev/null) || socket=''
+    # inode and change time: a socket made again can reuse the inode
+    socket=$(stat -c '%i.%Z' "$run_dir/local-$rank" 2>/dev/null) || socket=''
     local seen=''
     if [ -f "$results/.published" ]; then IFS= read -r seen <"$results/.published" || true; fi
     [ "$seen" != "$socket {$json}" ] || return 0
@@ -232,15 +236,15 @@ clock() {
 # the last one), so a failure is seen at most an interval, the check's own
 # time and one Flux call after it happens.
 declare -a due
+first=1   # a pod restarted while health had its rank drained: asked once
+pending=0 # the last settle failed: tried again each second
+until flux uptime; do in_background sleep 1; done
 clock
 for i in "${!check_names[@]}"; do
     # an active check's first job waits an interval: a batch job comes first
     due[i]=$now
     if [ "${check_kinds[i]}" = active ]; then due[i]=$((now + check_intervals[i] * 1000)); fi
 done
-first=1   # a pod restarted while health had its rank drained: asked once
-pending=0 # the last settle failed: tried again each second
-until flux uptime; do in_background sleep 1; done
 while :; do
     ran=0
     for i in "${!check_names[@]}"; do

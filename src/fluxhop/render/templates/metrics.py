@@ -181,11 +181,17 @@ def _health(handle: Any, online: IDset) -> Metrics:
     lookup a rank here: a scrape of 1,000 ranks reads 1,000 small values)."""
     counts = {}  # type: Dict[str, Dict[str, int]]
     failing = {}  # type: Dict[str, Dict[int, str]]
+    listed = {}  # type: Dict[str, Any]
     try:
         directory = flux.kvs.get_dir(handle, HEALTH_KVS_DIR)
-        listed = {name: directory[name] for name in directory}
+        names = list(directory)
     except OSError:  # nothing written yet (ENOENT), or not a MiniCluster with checks
-        listed = {}
+        names = []
+    for name in names:
+        try:
+            listed[name] = directory[name]
+        except (OSError, KeyError, ValueError):  # gone meanwhile, or not ours to read
+            continue
     for name, results in sorted(listed.items()):
         if not name.isdigit() or int(name) not in online or not isinstance(results, dict):
             continue
@@ -242,8 +248,12 @@ class Collector:
         metrics.update(self._brokers(handle, status))
         metrics.update(self._resources(sched, status))
         metrics.update(self._jobs(stats))
-        jobs = active.wait_for(TIMEOUT).get_jobs()
-        jobs = [j for j in jobs if not str(j.get("name", "")).startswith(HEALTH_JOB_PREFIX)]
+        listed = active.wait_for(TIMEOUT).get_jobs()
+        jobs = [j for j in listed if not str(j.get("name", "")).startswith(HEALTH_JOB_PREFIX)]
+        checking = IDset()  # ranks a health check's job runs on: no use, but a shrink waits
+        for job in listed:
+            if job not in jobs and not job.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING:
+                checking.add(IDset(job.get("ranks") or ""))
         pending = [j for j in jobs if j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
         metrics.update(self._pending(handle, pending))
         running = [j for j in jobs if not j.get("state", 0) & flux.constants.FLUX_JOB_STATE_PENDING]
@@ -251,6 +261,7 @@ class Collector:
         for job in running:
             busy.add(IDset(job.get("ranks") or ""))
         metrics["sched"]["allocated"] = str(busy)
+        metrics["sched"]["checking"] = str(checking)
         metrics["ranks"] = self._ranks(sched, status)  # JSON only: for the autoscaler
         metrics.update(_health(handle, IDset(status["online"])))
         return metrics
