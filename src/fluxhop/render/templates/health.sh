@@ -103,9 +103,11 @@ submit_active() {
     local name=$1 timeout=$2 job_file="$results/.job.$1" job='' state=''
     if [ -f "$job_file" ]; then
         read -r job <"$job_file" || true
-        # not known: asked again next time, not submitted twice
-        flux jobs -no '{state}' "$job" || return 1
-        read -r state <"$results/.flux.out" || true
+        if flux jobs -no '{state}' "$job"; then
+            read -r state <"$results/.flux.out" || true
+        elif ! grep -qi -e unknown -e 'invalid JobID' "$results/.flux.out"; then
+            return 1 # not answered: asked again next time, not submitted twice
+        fi # unknown: a job of an instance before this one (a restarted broker)
         case "$state" in
             RUN | CLEANUP) return 0 ;;                                    # still checking
             DEPEND | PRIORITY | SCHED) flux cancel "$job" || return 1 ;; # its nodes were taken
