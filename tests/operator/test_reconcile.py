@@ -283,7 +283,9 @@ def test_an_upgraded_operator_sees_no_change_in_an_unchanged_resource(
     request.getfixturevalue("upgraded")
     out = reconciler.reconcile(current(fake))
     assert out.problem is None
-    assert fake.get("Job", "demo") == job
+    after = fake.get("Job", "demo")  # its status may move meanwhile (the fake's Job controller)
+    assert (after["spec"], after["metadata"].get("generation")) == (
+        job["spec"], job["metadata"].get("generation"))  # fmt: skip
     assert "SpecChangeRefused" not in [reason for _, reason in events(fake)]
 
 
