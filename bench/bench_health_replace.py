@@ -50,12 +50,12 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.deployment import deploy
+from tests.realk8s.replacing import lift_unhealthy_taints, running_pod
 from tests.realk8s.test_operator import Operator
 from tests.realk8s.tools import command_env
 
 import bench_autoscale  # this directory: the cluster it starts
 from bench_autoscale import cli
-from fluxhop.operator.health_watch import UNHEALTHY
 
 NAME = "healthy"
 RESOURCES = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
@@ -89,23 +89,10 @@ class Watched:
         return sum(e["reason"] == "Replaced" for e in found)
 
     def rank1(self) -> dict[str, Any] | None:
-        pods = self.api.get(f"/api/v1/namespaces/{self.namespace}/pods",
-                            labelSelector=f"job-name={NAME}")["items"]  # fmt: skip
-        for pod in pods:
-            labels = pod["metadata"].get("labels") or {}
-            if (labels.get("batch.kubernetes.io/job-completion-index") == "1"
-                    and pod["status"].get("phase") == "Running"
-                    and not pod["metadata"].get("deletionTimestamp")):  # fmt: skip
-                return pod
-        return None
+        return running_pod(self.api, self.namespace, NAME, 1)
 
     def lift_taints(self) -> None:
-        for node in self.api.get("/api/v1/nodes")["items"]:
-            taints = node["spec"].get("taints") or []
-            kept = [t for t in taints if t.get("key") != UNHEALTHY]
-            if kept != taints:
-                self.api.patch(f"/api/v1/nodes/{node['metadata']['name']}",
-                               {"spec": {"taints": kept or None}}, kind="merge")  # fmt: skip
+        lift_unhealthy_taints(self.api)
 
 
 def one_run(watched: Watched, env: dict[str, str], grace: float) -> dict[str, float]:

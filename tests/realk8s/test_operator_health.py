@@ -24,7 +24,8 @@ import pytest
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.outcomes import KINDS, MINICLUSTERS
+from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.replacing import lift_unhealthy_taints, running_pod
 from tests.realk8s.test_operator import Operator, deployed  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop
 
@@ -119,14 +120,7 @@ def test_a_drained_rank_is_replaced_on_another_node_once_its_job_ends(
         return done.stdout.strip()
 
     def rank1() -> dict[str, Any] | None:
-        pods = admin.get(KINDS["Pod"].format(namespace), labelSelector=f"job-name={NAME}")
-        for pod in pods["items"]:
-            labels = pod["metadata"].get("labels") or {}
-            if (labels.get("batch.kubernetes.io/job-completion-index") == "1"
-                    and pod["status"].get("phase") == "Running"
-                    and not pod["metadata"].get("deletionTimestamp")):  # fmt: skip
-                return pod
-        return None
+        return running_pod(admin, namespace, NAME, 1)
 
     def until(what: str, check: Any) -> Any:
         try:
@@ -167,13 +161,7 @@ def test_a_drained_rank_is_replaced_on_another_node_once_its_job_ends(
         assert ("Recovered", "rank 1 is no longer drained by its health checks") in events(
             admin, namespace)  # fmt: skip
     finally:
-        # the shared test cluster's nodes, as an admin would: every taint of ours
-        for node in admin.get("/api/v1/nodes")["items"]:
-            taints = node["spec"].get("taints") or []
-            kept = [t for t in taints if t.get("key") != UNHEALTHY]
-            if kept != taints:
-                admin.patch(f"/api/v1/nodes/{node['metadata']['name']}",
-                            {"spec": {"taints": kept or None}}, kind="merge")  # fmt: skip
+        lift_unhealthy_taints(admin)
         admin.delete(path)
         until(
             "the resource gone", lambda: NAME not in str(admin.get(MINICLUSTERS.format(namespace)))
