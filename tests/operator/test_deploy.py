@@ -87,7 +87,7 @@ def test_the_crd_keeps_the_flux_operators_spec_and_subresources():
     (o,) = [v for v in ours["spec"]["versions"] if v["name"] == "v1alpha2"]
     spec = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["spec"]  # noqa: E731
     status = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["status"]  # noqa: E731
-    added = {"metrics", "autoscale", "health"}  # fluxhop's extensions, and only those
+    added = {"metrics", "autoscale", "health", "leadState"}  # fluxhop's extensions, and only those
     assert set(spec(o)["properties"]) - set(spec(t)["properties"]) == added
     assert {**spec(o), "properties": {k: v for k, v in spec(o)["properties"].items()
                                       if k not in added}} == spec(t)  # fmt: skip

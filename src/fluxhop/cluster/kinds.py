@@ -48,6 +48,7 @@ KINDS: dict[str, Kind] = {
         Kind("v1", "Secret", "secrets"),
         Kind("v1", "Service", "services"),
         Kind("v1", "Pod", "pods"),
+        Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),  # spec.leadState's
         Kind("v1", "Event", "events"),
         Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
         Kind("batch/v1", "Job", "jobs"),

@@ -160,6 +160,9 @@ class BrokerConfig:
     queue_policy: str | None = None
     simple_scheduler: bool = False
     check_feasibility: bool = False
+    # kvs.checkpoint-period in seconds: how often the KVS root is synced to
+    # the content store (what an instance restarted after a crash gets back)
+    checkpoint_seconds: int | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -322,6 +325,8 @@ class BrokerConfig:
             # sched-simple provides both services; Fluxion's modules, which
             # would otherwise be chosen for them, are then not loaded at all.
             doc["modules"] = {"alternatives": dict.fromkeys(SCHEDULER_SERVICES, "sched-simple")}
+        if self.checkpoint_seconds:
+            doc["kvs"] = {"checkpoint-period": f"{self.checkpoint_seconds}s"}
         if self.check_feasibility:
             # A job no size of this instance could run is refused at submit
             # (Fluxion's satisfiability ignores which nodes are up).

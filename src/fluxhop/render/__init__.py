@@ -19,7 +19,13 @@ from fluxhop.flux.curve import CurveCert
 from fluxhop.render.bundle import DEFAULT_PATHS, Bundle, Layout, build_bundle
 from fluxhop.render.job import indexed_job
 from fluxhop.render.jobset import host_prefix, jobset
-from fluxhop.render.objects import config_map, curve_secret, headless_service, network_policy
+from fluxhop.render.objects import (
+    config_map,
+    curve_secret,
+    headless_service,
+    lead_state_claim,
+    network_policy,
+)
 from fluxhop.render.operator import minicluster_resource
 from fluxhop.render.scripts import PodPaths
 from fluxhop.render.targets import Target
@@ -91,6 +97,9 @@ def render(
         return [minicluster_resource(spec)]
     bundle = bundle_for(spec, target, cert=cert, cluster_domain=cluster_domain)
     objects = [config_map(spec, bundle), curve_secret(spec, bundle)]
+    claim = lead_state_claim(spec)
+    if claim is not None:
+        objects.append(claim)
     if target is Target.JOB:
         objects += [headless_service(spec), network_policy(spec), indexed_job(spec, bundle)]
     else:

@@ -20,6 +20,7 @@ from fluxhop.flux.broker import CORES_AS_SLOTS, BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
+    LEAD_STATE_DIR,
     EntrypointParams,
     HealthParams,
     PodPaths,
@@ -255,6 +256,7 @@ def build_bundle(
         simple_scheduler=flux.scheduler.simple,
         check_feasibility=True,
         resource_verify=CORES_AS_SLOTS if cores_per_node else None,
+        checkpoint_seconds=body.lead_state.checkpoint_seconds if body.lead_state else None,
     )
     lead = body.flux_container
     params = EntrypointParams(
@@ -276,6 +278,7 @@ def build_bundle(
         metrics_port=body.metrics.port if body.serves_metrics else 0,
         node_env=node_local_names(spec),
         health_enabled=body.health is not None,
+        lead_state_dir=LEAD_STATE_DIR if body.lead_state else "",
         paths=paths,
     )
     files = {

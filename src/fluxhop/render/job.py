@@ -12,11 +12,34 @@ from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = ["indexed_job", "job_spec", "suspended"]
 
+STOPPED_BY_TERM = 143  # the entrypoint's status when the kubelet stopped it (128 + SIGTERM)
+
 
 def suspended(spec: MiniCluster) -> dict[str, Any]:
     """``suspend: true`` for a queued MiniCluster: Kueue admits a workload by
     unsuspending it, all pods at once (the Job's parallelism is one pod set)."""
     return {"suspend": True} if queue_of(spec) else {}
+
+
+def _failure_rules(spec: MiniCluster) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = [
+        {
+            "action": "Ignore",
+            "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+        }
+    ]
+    if spec.spec.lead_state is not None:
+        rules.append(
+            {
+                "action": "Ignore",
+                "onExitCodes": {
+                    "containerName": spec.name,
+                    "operator": "In",
+                    "values": [STOPPED_BY_TERM],
+                },
+            }
+        )
+    return rules
 
 
 def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
@@ -28,7 +51,11 @@ def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dic
       worker lingers.
     * backoffLimit 0 with restartPolicy Never: a failed job fails the Job
       instead of restarting pods forever; disruptions (evictions, preemption)
-      do not count, so a lost worker pod is replaced and rejoins.
+      do not count, so a lost worker pod is replaced and rejoins. With
+      spec.leadState a pod stopped by SIGTERM (the Flux container exits 143:
+      its pod was deleted) does not count either: an interactive instance
+      has no command whose status that could be, and its new rank 0
+      restarts it from the kept state.
     """
     body = spec.spec
     out: dict[str, Any] = {
@@ -36,14 +63,7 @@ def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dic
         "completions": body.size,
         "parallelism": body.size,
         "backoffLimit": body.backoff_limit or 0,
-        "podFailurePolicy": {
-            "rules": [
-                {
-                    "action": "Ignore",
-                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-                }
-            ]
-        },
+        "podFailurePolicy": {"rules": _failure_rules(spec)},
         "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "activeDeadlineSeconds": body.deadline_seconds,
     }

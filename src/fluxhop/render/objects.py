@@ -22,6 +22,8 @@ __all__ = [
     "curve_secret",
     "curve_secret_name",
     "headless_service",
+    "lead_state_claim",
+    "lead_state_claim_name",
     "metadata",
     "network_policy",
     "owner_reference",
@@ -91,6 +93,37 @@ def curve_secret(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
         "metadata": metadata(spec, curve_secret_name(spec)),
         "type": "Opaque",
         "data": {"curve.cert": encoded},
+    }
+
+
+def lead_state_claim_name(spec: MiniCluster) -> str | None:
+    """The PersistentVolumeClaim rank 0 keeps its state on (spec.leadState)."""
+    state = spec.spec.lead_state
+    if state is None:
+        return None
+    return state.claim_name or f"{spec.name}-lead-state"
+
+
+def lead_state_claim(spec: MiniCluster) -> dict[str, Any] | None:
+    """The claim fluxhop makes for spec.leadState, when it names none.
+
+    ReadWriteMany: every pod mounts it (one pod template for all ranks),
+    and they run on several nodes; only rank 0 writes to it.
+    """
+    state = spec.spec.lead_state
+    if state is None or not state.made_by_fluxhop:
+        return None
+    body: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": state.size}},
+    }
+    if state.storage_class_name:
+        body["storageClassName"] = state.storage_class_name
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata(spec, f"{spec.name}-lead-state"),
+        "spec": body,
     }
 
 

@@ -10,9 +10,10 @@ from fluxhop.render.objects import (
     common_labels,
     config_map_name,
     curve_secret_name,
+    lead_state_claim_name,
 )
 from fluxhop.render.placement import affinity, spread
-from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR
+from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR, LEAD_STATE_DIR
 from fluxhop.render.security import (
     cma_environment,
     container_security_context,
@@ -25,6 +26,7 @@ __all__ = ["pod_template"]
 CONFIG_VOLUME = "fluxhop-config"
 CURVE_VOLUME = "fluxhop-curve"
 SHM_VOLUME = "fluxhop-shm"
+LEAD_STATE_VOLUME = "fluxhop-lead-state"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside
@@ -165,6 +167,8 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     user = _volume_mounts(lead)
     if not any(m["mountPath"] == "/dev/shm" for m in user):
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    if spec.spec.lead_state is not None:  # every pod mounts it; rank 0 alone uses it
+        mounts.append({"name": LEAD_STATE_VOLUME, "mountPath": LEAD_STATE_DIR})
     out["volumeMounts"] = mounts + user
     out["readinessProbe"] = READINESS_PROBE
     # keep keys in a stable, readable order
@@ -241,6 +245,9 @@ def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
     lead_mounts = _volume_mounts(spec.spec.flux_container)
     if not any(m["mountPath"] == "/dev/shm" for m in lead_mounts):
         volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
+    claim = lead_state_claim_name(spec)
+    if claim is not None:
+        volumes.append({"name": LEAD_STATE_VOLUME, "persistentVolumeClaim": {"claimName": claim}})
     reserved = {v["name"] for v in volumes}
     seen: set[str] = set()
     for container in spec.spec.containers:

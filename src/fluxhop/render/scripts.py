@@ -16,6 +16,7 @@ from pathlib import Path
 from fluxhop.version import __version__
 
 __all__ = [
+    "LEAD_STATE_DIR",
     "EntrypointParams",
     "HealthParams",
     "PodPaths",
@@ -32,6 +33,7 @@ __all__ = [
 
 CONFIG_DIR = "/etc/fluxhop/config"
 CURVE_DIR = "/etc/fluxhop/curve"
+LEAD_STATE_DIR = "/var/lib/fluxhop/lead"  # spec.leadState's volume (rank 0's statedir)
 MAX_WORKER_RESTARTS = 5
 
 
@@ -115,6 +117,7 @@ class EntrypointParams:
     # variables whose value differs from pod to pod: each pod's tasks get its own
     node_env: list[str] = field(default_factory=list)
     health_enabled: bool = False  # spec.health: the pod runs health.sh
+    lead_state_dir: str = ""  # spec.leadState: rank 0's statedir, kept across its pods
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -139,6 +142,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("host_prefix", p.host_prefix),
         _assign("metrics_port", p.metrics_port),
         _assign("health_enabled", p.health_enabled),
+        _assign("lead_state_dir", p.lead_state_dir),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
         _array("node_env", p.node_env),

@@ -57,6 +57,7 @@ from fluxhop.spec.fluxsettings import (
     Scheduler,
 )
 from fluxhop.spec.health import HealthSpec
+from fluxhop.spec.leadstate import LeadState
 from fluxhop.spec.metrics import MetricsSpec
 from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
@@ -115,6 +116,7 @@ class MiniClusterSpec(Model):
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)  # a fluxhop extension
     autoscale: AutoscaleSpec | None = None  # a fluxhop extension
     health: HealthSpec | None = None  # a fluxhop extension
+    lead_state: LeadState | None = None  # a fluxhop extension
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
@@ -153,6 +155,11 @@ class MiniClusterSpec(Model):
         if self.health and self.health.on_failure == "replace" and self.max_nodes < 2:
             raise ValueError(
                 "health.onFailure replace needs size 2 or more (rank 0 is never replaced)"
+            )
+        if self.lead_state is not None and not self.interactive:
+            raise ValueError(
+                "leadState keeps an interactive MiniCluster's queue across the loss of rank 0; "
+                "set interactive: true (a batch MiniCluster's new rank 0 would run its command again)"
             )
         if self.tasks is not None and -(-self.tasks // self.size) > MAX_CORES_PER_NODE:
             raise ValueError(

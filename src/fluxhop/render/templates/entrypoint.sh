@@ -5,7 +5,11 @@
 # code. The other ranks start a broker with no initial program and wait in
 # join (ZeroMQ retries the connection by itself); after an abnormal exit they
 # restart with a short, bounded backoff, and they exit 0 when the instance
-# shuts down normally.
+# shuts down normally. With spec.leadState (an interactive instance), rank 0
+# keeps its statedir on a volume: stopped, it saves the instance there for the
+# rank 0 that replaces it (save_lead); started where a saved state is, or
+# restarted after its broker failed, it restarts the instance from it
+# (start_lead, resume_lead).
 #
 # Directories can be moved with FLUXHOP_CONFIG_DIR, FLUXHOP_CURVE_DIR,
 # FLUXHOP_FLUX_ROOT and FLUXHOP_BROKER_CONFIG; FLUXHOP_RANK and
@@ -23,6 +27,7 @@ set -euo pipefail
 terminating=0
 signal_status=0
 child=
+broker_env=()
 # shellcheck disable=SC2329  # invoked by the traps below
 on_signal() {
     terminating=1
@@ -35,11 +40,15 @@ stop_broker() {
     # cleanly: every worker's broker exits 0 and its pod ends as a rank done,
     # so the rank 0 that replaces an evicted one would wait for them for
     # ever. Killed, it leaves the workers to find their parent gone: they
-    # restart (short backoff) and join the new rank 0. (The instance has no
-    # state to save yet; the Job is what ends a MiniCluster, not this.)
+    # restart (short backoff) and join the new rank 0. With spec.leadState
+    # the instance's state is saved first, for the new rank 0 (save_lead).
+    # (The Job is what ends a MiniCluster, not this.)
     # Without workers (maxSize 1) SIGTERM it is: the clean shutdown lets
     # `flux run` print the job's last output, which a kill could lose.
-    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ "$max_nodes" -gt 1 ]; then
+    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ -n "$lead_state_dir" ]; then
+        save_lead
+        kill -KILL "$child" 2>/dev/null || true
+    elif [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ "$max_nodes" -gt 1 ]; then
         kill -KILL "$child" 2>/dev/null || true
     else
         kill -TERM "$child" 2>/dev/null || true
@@ -196,7 +205,7 @@ write_env() {
 run_broker() {
     # Run `flux start` in the background and pass TERM/INT on to it (on_signal).
     if [ "$terminating" = 1 ]; then return "$signal_status"; fi
-    env SHLVL="$SHLVL" "$flux_bin" start ${broker_args[@]+"${broker_args[@]}"} "$@" &
+    env SHLVL="$SHLVL" ${broker_env[@]+"${broker_env[@]}"} "$flux_bin" start ${broker_args[@]+"${broker_args[@]}"} "$@" &
     child=$!
     # a signal between the fork and the assignment above found no child yet
     if [ "$terminating" = 1 ]; then stop_broker; fi
@@ -250,6 +259,57 @@ stop_health() {
     fi
 }
 
+lead_flux() {
+    # a flux command to rank 0's own broker, never hanging a stopping pod
+    FLUX_URI="local://$runtime/broker/local-0" timeout 10 "$flux_bin" "$@"
+}
+
+running_jobs() {
+    # the ids of the jobs in RUN or CLEANUP; fails while no job-list answers
+    lead_flux jobs --filter=running --no-header --format='{id}' 2>/dev/null
+}
+
+# shellcheck disable=SC2329  # invoked by stop_broker
+save_lead() {
+    # spec.leadState: rank 0's pod is stopping and its replacement restarts
+    # the instance from the volume. No job starts from here on (the queue
+    # stops, and that is not checkpointed, so the new rank 0 schedules
+    # again), the running ones end with an exception that says why, and the
+    # KVS is written to the volume. Bounded: the pod has its grace period.
+    local note="rank 0's pod was stopped; the instance restarts from its saved state" _
+    lead_flux queue stop --all --nocheckpoint --quiet >/dev/null 2>&1 || true
+    lead_flux job raiseall --severity=0 --user=all --states=run --force lead-lost "$note" \
+        >/dev/null 2>&1 || true
+    for _ in $(seq 100); do
+        [ -n "$(running_jobs || echo failed)" ] || break
+        sleep 0.1
+    done
+    if lead_flux kvs sync >/dev/null 2>&1; then
+        say "instance state saved in $lead_state_dir"
+    else
+        say "could not save the instance's state; the new rank 0 has the last checkpoint"
+    fi
+}
+
+resume_lead() {
+    # A restart from the kept state, started without a scheduler
+    # (FLUX_MODPROBE_DISABLE=sched): job-exec ends the jobs that were
+    # running when the old rank 0 was lost (their tasks are gone), and the
+    # scheduler is loaded only once they have ended. Loaded before, Fluxion
+    # takes their resources as allocated and never frees them, and the
+    # pending jobs never run (flux-core#6121).
+    local _ running
+    for _ in $(seq 600); do
+        running=$(running_jobs) && [ -z "$running" ] && break
+        sleep 0.1
+    done
+    if lead_flux modprobe load sched >/dev/null; then
+        say "instance restarted from its saved state in $lead_state_dir: $(lead_flux jobs --filter=pending --no-header --format='{id}' | wc -l) jobs pending"
+    else
+        say "could not load the scheduler after the restart; load it with: flux modprobe load sched"
+    fi
+}
+
 run_lead() {
     run_snippet broker_pre
     local program=()
@@ -267,20 +327,64 @@ run_lead() {
         # shellcheck disable=SC2016
         program=(/bin/sh -c ': >"$0" && exec "$@"' "$FLUXHOP_READY_FILE" "${program[@]}")
     fi
-    local status=0
+    local status attempt=0 began
     start_metrics
-    run_broker ${program[@]+"${program[@]}"} || status=$?
+    while :; do
+        status=0
+        began=$SECONDS
+        start_lead ${program[@]+"${program[@]}"} || status=$?
+        # spec.leadState: a broker that failed restarts from the kept state
+        if [ -z "$lead_state_dir" ] || [ "$status" = 0 ] || [ "$terminating" = 1 ]; then break; fi
+        if [ $((SECONDS - began)) -ge 60 ]; then attempt=0; fi
+        attempt=$((attempt + 1))
+        wait_to_restart "$status" "$attempt" || break
+    done
     stop_metrics
     say "instance finished with exit status $status"
     return "$status"
 }
 
+start_lead() {
+    # One start of rank 0's broker: from the kept state when there is one.
+    local status=0 resume_pid=
+    broker_env=()
+    if [ -n "$lead_state_dir" ] && [ -e "$lead_state_dir/content.sqlite" ]; then
+        say "restarting the instance from its saved state in $lead_state_dir"
+        broker_env+=(FLUX_MODPROBE_DISABLE=sched)
+        resume_lead &
+        resume_pid=$!
+    fi
+    run_broker "$@" || status=$?
+    if [ -n "$resume_pid" ]; then
+        kill "$resume_pid" 2>/dev/null || true
+        wait "$resume_pid" 2>/dev/null || true
+    fi
+    return "$status"
+}
+
+wait_to_restart() {
+    # After the broker's exit status $1, restart number $2: wait the backoff
+    # (1, 2, 4, then 8 s), or fail once there were more than max_restarts.
+    local delay
+    if [ "$2" -gt "$max_restarts" ]; then
+        printf 'fluxhop: error: broker exited with status %s %s times; giving up\n' "$1" "$2" >&2
+        return 1
+    fi
+    delay=$(($2 < 4 ? 1 << ($2 - 1) : 8))
+    say "broker exited with status $1; restart $2 of $max_restarts in ${delay}s"
+    sleep "$delay"
+}
+
 run_worker() {
     run_snippet worker_pre
-    local attempt=0 status delay
+    local attempt=0 status began
     while :; do
         status=0
+        began=$SECONDS
         run_broker || status=$?
+        if [ $((SECONDS - began)) -ge 60 ]; then
+            attempt=0 # it ran a while: a restart now is a new event, not a crash loop
+        fi
         if [ "$status" = 0 ]; then
             say "instance shut down; worker done"
             return 0
@@ -289,13 +393,7 @@ run_worker() {
             return "$status"
         fi
         attempt=$((attempt + 1))
-        if [ "$attempt" -gt "$max_restarts" ]; then
-            printf 'fluxhop: error: broker exited with status %s %s times; giving up\n' "$status" "$attempt" >&2
-            return "$status"
-        fi
-        delay=$((attempt < 4 ? 1 << (attempt - 1) : 8))
-        say "broker exited with status $status; restart $attempt of $max_restarts in ${delay}s"
-        sleep "$delay"
+        wait_to_restart "$status" "$attempt" || return "$status"
     done
 }
 
@@ -324,7 +422,11 @@ main() {
     configure_fluxion
     install_cert
     write_resources
-    broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$runtime/state")
+    local statedir="$runtime/state"
+    if [ "$rank" = 0 ] && [ -n "$lead_state_dir" ]; then
+        statedir="$lead_state_dir" # spec.leadState: kept across rank 0's pods
+    fi
+    broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$statedir")
     write_node_env
     write_env
     run_snippet pre

@@ -1,0 +1,138 @@
+"""spec.leadState on the real cluster, with real Flux and Fluxion: an
+interactive MiniCluster with one job running and five pending loses rank 0's
+pod. The Job makes a new one, which restarts the instance from the claim
+fluxhop made (bound here to a hostPath PersistentVolume: the test cluster's
+nodes share one host): the five are kept and then run, the running one ends
+with an exception that says why, the history holds all six and nothing was
+submitted twice, and the worker rejoins by itself."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.replacing import running_pod
+from tests.realk8s.tools import InNamespace, eventually, kubectl, scratch_namespace
+
+pytestmark = pytest.mark.usefixtures("needs_flux")
+NAME = "lasting"
+CLAIM = f"{NAME}-lead-state"  # the claim fluxhop makes
+DOCUMENT = f"""\
+apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {{name: {NAME}}}
+spec:
+  size: 2
+  interactive: true
+  flux: {{container: {{disable: true}}}}
+  containers: [{{image: host}}]
+  leadState: {{size: 1Gi}}
+"""
+FIELDS = "{id}|{state}|{result}|{exception.type}|{exception.note}"
+
+
+class Lasting(InNamespace):
+    def flux(self, *args: str) -> str:
+        return self.checked("proxy", NAME, "flux", *args)
+
+    def jobs(self) -> dict[str, list[str]]:
+        """Every job in the history: id -> state, result, exception type and note."""
+        listed = self.flux("jobs", "-a", "-n", "-o", FIELDS)
+        return {line.split("|")[0]: line.split("|")[1:] for line in listed.splitlines() if line}
+
+
+@pytest.fixture(scope="module")
+def lasting(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lasting]:
+    root: Path = tmp_path_factory.mktemp("lead-state")
+    with scratch_namespace(cluster) as (admin, namespace):
+        volume = f"lead-{uuid.uuid4().hex[:8]}"
+        admin.create("/api/v1/persistentvolumes", {
+            "metadata": {"name": volume},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                     "storageClassName": "", "hostPath": {"path": str(root), "type": "Directory"},
+                     "claimRef": {"namespace": namespace, "name": CLAIM}}})  # fmt: skip
+        try:
+            yield Lasting(cluster, admin, namespace)
+        finally:
+            admin.delete(f"/api/v1/persistentvolumes/{volume}")
+
+
+def queue(lasting: Lasting) -> tuple[str, list[str]]:
+    """One job running on both nodes, then five waiting for them."""
+    running = lasting.flux("submit", "-N2", "--exclusive", "sleep", "600").strip()
+    eventually("the first job running", lambda: lasting.jobs()[running][0] == "RUN", timeout=60)
+    pending = [lasting.flux("submit", "-N2", "echo", f"after {i}").strip() for i in range(5)]
+    before = lasting.jobs()
+    assert [before[job][0] for job in pending] == ["SCHED"] * 5, before
+    return running, pending
+
+
+def recovered(lasting: Lasting, running: str, pending: list[str], known: set[str]) -> list[str]:
+    """After the loss: the five ran, and the history holds what it held and
+    these six, each once. The running job's result, exception type and note."""
+    eventually("the worker rejoined", lambda: lasting.online(NAME) == 2, timeout=120)
+    eventually("the five kept jobs done",
+               lambda: all(lasting.jobs()[job][0] == "INACTIVE" for job in pending), timeout=60)  # fmt: skip
+    after = lasting.jobs()
+    assert sorted(after) == sorted({running, *pending} | known), after  # nothing twice
+    assert [after[job][1] for job in pending] == ["COMPLETED"] * 5, after
+    return after[running][1:]
+
+
+def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp_path: Path):
+    document = tmp_path / "lasting.yaml"
+    document.write_text(DOCUMENT)
+    done = lasting.fluxhop("create", "-f", str(document), timeout=240)
+    assert done.returncode == 0, done.stderr
+    eventually("both brokers online", lambda: lasting.online(NAME) == 2, timeout=120)
+    running, pending = queue(lasting)
+
+    lead = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+    worker = running_pod(lasting.admin, lasting.namespace, NAME, 1)
+    assert lead is not None and worker is not None
+    pods = f"/api/v1/namespaces/{lasting.namespace}/pods"
+    lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
+
+    def new_lead() -> bool:
+        pod = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
+
+    eventually("a new rank 0 running", new_lead, timeout=120)
+    result, kind, note = recovered(lasting, running, pending, set())
+    assert (result, kind) == ("FAILED", "lead-lost"), note
+    assert "rank 0's pod was stopped" in note
+    # the worker's broker restarted and rejoined; its pod is the one it had
+    again = running_pod(lasting.admin, lasting.namespace, NAME, 1)
+    assert again is not None and again["metadata"]["uid"] == worker["metadata"]["uid"]
+    rows = [line.split() for line in lasting.checked("jobs", NAME, "-a").splitlines()[1:]]
+    assert sorted((row[2], row[3]) for row in rows) == [("echo", "CD")] * 5 + [("sleep", "F")]
+    # the new instance takes jobs as the old one did
+    assert lasting.flux("run", "-N2", "echo", "hello").split() == ["hello", "hello"]
+
+
+def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
+    """Rank 0's broker killed (as a crash, or a node lost, would): nothing
+    is saved at the end. Its entrypoint starts it again, in the same pod,
+    from the last checkpoint (the test makes one, where Flux makes one every
+    second by itself), and loads the scheduler only once job-exec has ended
+    the job that was running: Fluxion would otherwise hold its nodes as
+    allocated for ever, and the five would never run."""
+    assert lasting.online(NAME) == 2  # after the test before
+    known = set(lasting.jobs())
+    running, pending = queue(lasting)
+    lasting.flux("kvs", "sync")
+    lead = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+    assert lead is not None
+    pid = lasting.flux("getattr", "broker.pid").strip()
+    container = lead["spec"]["containers"][0]["name"]
+    kubectl(lasting.cluster, "exec", "-n", lasting.namespace, lead["metadata"]["name"], "-c",
+            container, "--", "kill", "-KILL", pid)  # fmt: skip
+    result, kind, note = recovered(lasting, running, pending, known)
+    assert (result, kind) == ("FAILED", "exec"), note
+    again = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+    assert again is not None and again["metadata"]["uid"] == lead["metadata"]["uid"]
+    assert lasting.flux("getattr", "broker.pid").strip() != pid
