@@ -54,6 +54,7 @@ from tests.schemas import SchemaError, validate
 
 RESOURCES = {
     ("api/v1", "configmaps"): ("v1", "ConfigMap"),
+    ("api/v1", "persistentvolumeclaims"): ("v1", "PersistentVolumeClaim"),
     ("api/v1", "secrets"): ("v1", "Secret"),
     ("api/v1", "services"): ("v1", "Service"),
     ("api/v1", "pods"): ("v1", "Pod"),

@@ -539,3 +539,34 @@ def test_retries_stop_within_the_request_timeout(kubeconfig):
 def test_request_timeout_must_be_positive(kubeconfig):
     with pytest.raises(InputError, match="request-timeout"):
         Kube.connect(str(kubeconfig), request_timeout=0)
+
+
+def kept_spec():
+    """An interactive MiniCluster with spec.leadState: fluxhop makes demo-lead-state."""
+    document = spec().model_dump(by_alias=True, exclude_none=True)
+    document["spec"]["interactive"] = True
+    document["spec"]["leadState"] = {}
+    return type(spec()).model_validate(document)
+
+
+@pytest.mark.parametrize("going", [False, True])
+def test_a_claim_already_there_is_never_taken_over(fake, ops, going):
+    claim = {"metadata": {"name": "demo-lead-state"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    if going:
+        claim["metadata"]["deletionTimestamp"] = "2026-12-05T06:00:00Z"
+    fake.seed("PersistentVolumeClaim", claim)
+    with pytest.raises(AlreadyExists) as info:
+        ops.create(kept_spec())
+    said = str(info.value)
+    assert "PersistentVolumeClaim demo-lead-state" in said and "\n" not in said
+    assert ("still being deleted" in said) == going
+    assert fake.get("Job", "demo") is None  # nothing created
+
+
+def test_the_claim_fluxhop_makes_is_owned_by_the_job(fake, ops):
+    ops.create(kept_spec())
+    job = fake.get("Job", "demo")
+    claim = fake.get("PersistentVolumeClaim", "demo-lead-state")
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    ops.create(kept_spec())  # the same spec again: nothing refused, nothing changed

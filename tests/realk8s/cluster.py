@@ -418,6 +418,15 @@ class LocalCluster:
         HTTPS server (logs, exec) goes with it."""
         self.processes[f"kubelet-{node}"].kill()
 
+    def start_kubelet(self, node: str) -> None:
+        """Start a node's kubelet again (after stop_kubelet): it registers
+        its Node anew if that was deleted."""
+        index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
+        old = self.processes.get(f"kubelet-{node}")
+        if old is not None:
+            old.kill()
+        self._kubelet(index, self.node_specs[index])
+
     def remove_pods_of(self, node: str) -> None:
         """End what a stopped kubelet's pods left running (their namespaces)."""
         index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)

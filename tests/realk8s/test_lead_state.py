@@ -4,23 +4,31 @@ pod. The Job makes a new one, which restarts the instance from the claim
 fluxhop made (bound here to a hostPath PersistentVolume: the test cluster's
 nodes share one host): the five are kept and then run, the running one ends
 with an exception that says why, the history holds all six and nothing was
-submitted twice, and the worker rejoins by itself."""
+submitted twice, and the worker rejoins by itself. The same after rank 0's
+broker is killed (restarted in its pod), and after its node is lost (its
+kubelet stopped, its processes gone, the Node deleted as fluxhop advises):
+from the last checkpoint."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.conftest import FAULT
 from tests.realk8s.replacing import running_pod
 from tests.realk8s.tools import InNamespace, eventually, kubectl, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "lasting"
-CLAIM = f"{NAME}-lead-state"  # the claim fluxhop makes
+LOST = "lost"  # the MiniCluster whose node is lost
 DOCUMENT = f"""\
 apiVersion: flux-framework.org/v1alpha2
 kind: MiniCluster
@@ -32,33 +40,52 @@ spec:
   containers: [{{image: host}}]
   leadState: {{size: 1Gi}}
 """
+ON_NODE_C = f"""\
+  pod:
+    nodeSelector: {{{FAULT}: "yes"}}
+    tolerations: [{{key: {FAULT}, operator: Equal, value: "yes", effect: NoSchedule}}]
+"""
 FIELDS = "{id}|{state}|{result}|{exception.type}|{exception.note}"
 
 
+@dataclass
 class Lasting(InNamespace):
+    name: str = NAME
+
     def flux(self, *args: str) -> str:
-        return self.checked("proxy", NAME, "flux", *args)
+        return self.checked("proxy", self.name, "flux", *args)
 
     def jobs(self) -> dict[str, list[str]]:
         """Every job in the history: id -> state, result, exception type and note."""
         listed = self.flux("jobs", "-a", "-n", "-o", FIELDS)
         return {line.split("|")[0]: line.split("|")[1:] for line in listed.splitlines() if line}
 
+    def pod(self, rank: int) -> dict[str, Any] | None:
+        return running_pod(self.admin, self.namespace, self.name, rank)
+
+
+def state_volume(admin: Api, namespace: str, name: str, root: Path) -> str:
+    """A hostPath PersistentVolume for the claim fluxhop makes for MiniCluster ``name``."""
+    volume = f"lead-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    admin.create("/api/v1/persistentvolumes", {
+        "metadata": {"name": volume},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                 "storageClassName": "", "hostPath": {"path": str(root), "type": "Directory"},
+                 "claimRef": {"namespace": namespace, "name": f"{name}-lead-state"}}})  # fmt: skip
+    return volume
+
 
 @pytest.fixture(scope="module")
 def lasting(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lasting]:
     root: Path = tmp_path_factory.mktemp("lead-state")
     with scratch_namespace(cluster) as (admin, namespace):
-        volume = f"lead-{uuid.uuid4().hex[:8]}"
-        admin.create("/api/v1/persistentvolumes", {
-            "metadata": {"name": volume},
-            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-                     "storageClassName": "", "hostPath": {"path": str(root), "type": "Directory"},
-                     "claimRef": {"namespace": namespace, "name": CLAIM}}})  # fmt: skip
+        volumes = [state_volume(admin, namespace, name, root / name) for name in (NAME, LOST)]
         try:
             yield Lasting(cluster, admin, namespace)
         finally:
-            admin.delete(f"/api/v1/persistentvolumes/{volume}")
+            for volume in volumes:
+                admin.delete(f"/api/v1/persistentvolumes/{volume}")
 
 
 def queue(lasting: Lasting) -> tuple[str, list[str]]:
@@ -74,7 +101,7 @@ def queue(lasting: Lasting) -> tuple[str, list[str]]:
 def recovered(lasting: Lasting, running: str, pending: list[str], known: set[str]) -> list[str]:
     """After the loss: the five ran, and the history holds what it held and
     these six, each once. The running job's result, exception type and note."""
-    eventually("the worker rejoined", lambda: lasting.online(NAME) == 2, timeout=120)
+    eventually("the worker rejoined", lambda: lasting.online(lasting.name) == 2, timeout=120)
     eventually("the five kept jobs done",
                lambda: all(lasting.jobs()[job][0] == "INACTIVE" for job in pending), timeout=60)  # fmt: skip
     after = lasting.jobs()
@@ -91,22 +118,25 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     eventually("both brokers online", lambda: lasting.online(NAME) == 2, timeout=120)
     running, pending = queue(lasting)
 
-    lead = running_pod(lasting.admin, lasting.namespace, NAME, 0)
-    worker = running_pod(lasting.admin, lasting.namespace, NAME, 1)
+    lead = lasting.pod(0)
+    worker = lasting.pod(1)
     assert lead is not None and worker is not None
     pods = f"/api/v1/namespaces/{lasting.namespace}/pods"
     lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
 
     def new_lead() -> bool:
-        pod = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+        pod = lasting.pod(0)
         return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
 
     eventually("a new rank 0 running", new_lead, timeout=120)
     result, kind, note = recovered(lasting, running, pending, set())
     assert (result, kind) == ("FAILED", "lead-lost"), note
     assert "rank 0's pod was stopped" in note
+    metrics = json.loads(lasting.checked("status", NAME, "-o", "json"))["metrics"]
+    assert metrics["lead_restarts"] == 1, metrics
+    assert "1 from the kept state, last" in lasting.checked("status", NAME)
     # the worker's broker restarted and rejoined; its pod is the one it had
-    again = running_pod(lasting.admin, lasting.namespace, NAME, 1)
+    again = lasting.pod(1)
     assert again is not None and again["metadata"]["uid"] == worker["metadata"]["uid"]
     rows = [line.split() for line in lasting.checked("jobs", NAME, "-a").splitlines()[1:]]
     assert sorted((row[2], row[3]) for row in rows) == [("echo", "CD")] * 5 + [("sleep", "F")]
@@ -125,7 +155,7 @@ def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
     known = set(lasting.jobs())
     running, pending = queue(lasting)
     lasting.flux("kvs", "sync")
-    lead = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+    lead = lasting.pod(0)
     assert lead is not None
     pid = lasting.flux("getattr", "broker.pid").strip()
     container = lead["spec"]["containers"][0]["name"]
@@ -133,6 +163,48 @@ def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
             container, "--", "kill", "-KILL", pid)  # fmt: skip
     result, kind, note = recovered(lasting, running, pending, known)
     assert (result, kind) == ("FAILED", "exec"), note
-    again = running_pod(lasting.admin, lasting.namespace, NAME, 0)
+    again = lasting.pod(0)
     assert again is not None and again["metadata"]["uid"] == lead["metadata"]["uid"]
     assert lasting.flux("getattr", "broker.pid").strip() != pid
+
+
+def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, tmp_path: Path):
+    """Both brokers on node-c; its kubelet stops and its processes go (the
+    node died), and the Node is deleted, as fluxhop run says to do for a node
+    that stopped answering: the pod garbage collector ends the pods and the
+    Job makes them again; once node-c is back, the new rank 0 restarts the
+    instance from the last checkpoint (the test makes one, where Flux makes
+    one every second) and the running job ends with Flux's own exception."""
+    lost = replace(lasting, name=LOST)
+    if "node-c" not in lasting.cluster.ready_nodes(lasting.admin):
+        lasting.cluster.start_kubelet("node-c")  # a test before may have left it deleted
+        eventually("node-c Ready", lambda: "node-c" in lasting.cluster.ready_nodes(lasting.admin),
+                   timeout=60)  # fmt: skip
+    document = tmp_path / "lost.yaml"
+    document.write_text(DOCUMENT.replace(f"name: {NAME}", f"name: {LOST}") + ON_NODE_C)
+    done = lost.fluxhop("create", "-f", str(document), timeout=240)
+    assert done.returncode == 0, done.stderr
+    eventually("both brokers online", lambda: lost.online(LOST) == 2, timeout=120)
+    running, pending = queue(lost)
+    lost.flux("kvs", "sync")
+    lead = lost.pod(0)
+    assert lead is not None and lead["spec"]["nodeName"] == "node-c"
+    lasting.cluster.stop_kubelet("node-c")
+    lasting.cluster.remove_pods_of("node-c")
+    lasting.admin.delete("/api/v1/nodes/node-c")
+    old = {pod["metadata"]["uid"] for pod in (lead, lost.pod(1)) if pod is not None}
+
+    def collected() -> bool:
+        pods = lasting.admin.get(f"/api/v1/namespaces/{lasting.namespace}/pods")["items"]
+        return not old & {pod["metadata"]["uid"] for pod in pods}
+
+    eventually("the pod garbage collector ended the lost pods", collected, timeout=180)
+    lasting.cluster.start_kubelet("node-c")  # the node back (or a new one of its kind)
+
+    def new_lead() -> bool:
+        pod = lost.pod(0)
+        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
+
+    eventually("a new rank 0 running", new_lead, timeout=180)
+    result, kind, note = recovered(lost, running, pending, set())
+    assert (result, kind) == ("FAILED", "exec"), note

@@ -34,6 +34,7 @@ def leftovers(admin: Api, namespace: str) -> list[str]:
     for path in ("/apis/batch/v1/namespaces/{}/jobs", "/api/v1/namespaces/{}/pods",
                  "/api/v1/namespaces/{}/services", "/api/v1/namespaces/{}/secrets",
                  "/api/v1/namespaces/{}/configmaps",
+                 "/api/v1/namespaces/{}/persistentvolumeclaims",
                  "/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies"):  # fmt: skip
         for obj in admin.get(path.format(namespace))["items"]:
             if obj["metadata"]["name"] != "kube-root-ca.crt":

@@ -21,7 +21,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from fluxhop.flux.idset import encode
-from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR
+from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR, LEAD_KVS_DIR
 from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.workload.autoscale import DRAIN_REASON
 from tests.conformance import REPO
@@ -247,6 +247,14 @@ def _health(flux: Instance, online: set[int]) -> dict[str, Any]:
     return {"health_checks": counts, "health": details}
 
 
+def _lead(flux: Instance) -> dict[str, Any]:
+    """rank 0's restarts from spec.leadState's kept state, as flux kvs shows them."""
+    restarts = flux("kvs", "get", f"{LEAD_KVS_DIR}.restarts", check=False).strip()
+    last = flux("kvs", "get", f"{LEAD_KVS_DIR}.last", check=False).strip()
+    count = int(restarts) if restarts.isdigit() and last else 0
+    return {"lead_restarts": count, "lead": {"restarts": count, "last": last if count else ""}}
+
+
 def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
     """The exporter's numbers as the flux commands show them (GPUs asked for
     by pending jobs: flux jobs has no such column, so the test says)."""
@@ -325,6 +333,7 @@ def from_commands(flux: Instance, pending_gpus: int) -> dict[str, Any]:
         "nodes_drain": {"drained": status["drained"], "draining": status["draining"]},
         "nodes_drain_by_reason": by_reason,
         **_health(flux, set().union(*map(_ranks, online))),
+        **_lead(flux),
         "jobs": {state: sum(job[0].lower() == state for job in stats) for state in STATES},
         "queue_jobs": {
             queue: {
@@ -381,7 +390,7 @@ def flatten(numbers: dict[str, Any]) -> Samples:
     for key, value in numbers.items():
         # JSON only (the autoscaler's, fluxhop status's), not served; the
         # drain totals are served by reason
-        if key in ("ranks", "sched", "health", "nodes_drain"):
+        if key in ("ranks", "sched", "health", "lead", "nodes_drain"):
             continue
         name = "flux_nodes_drain" if key == "nodes_drain_by_reason" else f"flux_{key}"
         if key in PAIRS:

@@ -55,6 +55,7 @@ def test_fluxhop_makes_a_claim_every_pod_mounts(target):
     mounts = pod["containers"][0]["volumeMounts"]
     assert {"name": volume["name"], "mountPath": LEAD_STATE_DIR} in mounts
     # deleted, a pod exits 143 (the entrypoint's SIGTERM status): replaced, not a failed Job
+    assert pod["containers"][0]["name"] == "kept"  # the rule's containerName
     rules = job["podFailurePolicy"]["rules"]
     assert {"action": "Ignore", "onExitCodes": {"containerName": "kept", "operator": "In",
                                                 "values": [143]}} in rules  # fmt: skip

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR
+from fluxhop.render.scripts import HEALTH_JOB_PREFIX, HEALTH_KVS_DIR, LEAD_KVS_DIR
 from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.workload.autoscale import DRAIN_REASON
 from tests.realflux import missing_flux
@@ -171,6 +171,19 @@ def test_drains_by_reason_and_the_health_checks_last_results(flux):
     assert numbers["health_checks"] == {"gpus": {"pass": 1, "fail": 1},
                                         "disk": {"pass": 2, "fail": 0}}  # fmt: skip
     assert numbers["health"] == {"gpus": {"failing": "0", "line": '3 of 4 GPUs "present"'}}
+
+
+@pytest.mark.flux
+@needs_flux
+def test_rank_0s_restarts_from_its_kept_state(flux):
+    assert constant("LEAD_KVS_DIR") == LEAD_KVS_DIR
+    assert flux.metrics()["lead"] == {"restarts": 0, "last": ""}  # never restarted
+    # as the entrypoint's resume_lead counts them
+    flux("kvs", "put", f"{LEAD_KVS_DIR}.restarts=2", f"{LEAD_KVS_DIR}.last=2026-12-05T06:40:00Z")
+    numbers = flux.metrics()
+    assert numbers == from_commands(flux, 0)
+    assert numbers["lead_restarts"] == 2
+    assert numbers["lead"] == {"restarts": 2, "last": "2026-12-05T06:40:00Z"}
 
 
 @pytest.fixture

@@ -52,10 +52,29 @@ def job(condition: str | None = None) -> dict:
     return {"status": {"conditions": conditions}}
 
 
+def kept(kind: str = "job") -> dict:
+    """A workload of spec.leadState's: its podFailurePolicy ignores exit 143."""
+    rule = {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}
+    spec = {"podFailurePolicy": {"rules": [rule]}}
+    if kind == "jobset":
+        spec = {"replicatedJobs": [{"name": "node", "template": {"spec": spec}}]}
+    return {**job(), "spec": spec}
+
+
 @pytest.mark.parametrize(
     ("workload", "pods", "state", "code"),
     [
         (job(), [], "Pending", None),
+        # rank 0's pod deleted: without leadState the Job fails; with it, it is made again
+        (job(), [pod(0, "Failed", 143), pod(1, "Running")], "Failed", 143),
+        (kept(), [pod(0, "Failed", 143), pod(0, "Pending"), pod(1, "Running")], "Pending", None),
+        (
+            kept("jobset"),
+            [pod(0, "Failed", 143), pod(0, "Running"), pod(1, "Running")],
+            "Running",
+            None,
+        ),
+        (kept(), [pod(0, "Failed", 3), pod(1, "Running")], "Failed", 3),
         (job(), [pod(0, "Running"), pod(1, "Pending")], "Pending", None),
         (job(), [pod(0, "Running"), pod(1, "Running")], "Running", None),
         (job(), [pod(0, "Succeeded", 0), pod(1, "Running")], "Succeeded", 0),

@@ -157,6 +157,9 @@ def _health_rows(metrics: dict[str, Any]) -> list[list[str]]:
     drained = {c: sum(int(s.get(c, 0)) for s in by_reason.values()) for c in causes}
     if any(drained.values()):
         rows.append(["  drained by", ", ".join(f"{n} {c}" for c, n in drained.items())])
+    lead = metrics.get("lead") or {}
+    if lead.get("restarts"):
+        rows.append(["  restarts", f"{lead['restarts']} from the kept state, last {lead['last']}"])
     return rows
 
 

@@ -53,7 +53,37 @@ from fluxhop.workload.status import (
     status_of,
 )
 
-__all__ = ["MiniClusters", "selector_text"]
+__all__ = ["MiniClusters", "refuse_foreign_claims", "selector_text"]
+
+
+def refuse_foreign_claims(
+    kube: Kube, objects: Sequence[dict[str, Any]], owner_uid: str | None = None
+) -> None:
+    """A new MiniCluster never takes over a claim already there (spec.leadState's
+    ``<name>-lead-state``) unless ``owner_uid`` owns it: one of an earlier
+    MiniCluster of the name still going (its pods hold it) would vanish under
+    the new one, and any other would hand the new instance a queue that is
+    not its own."""
+    for obj in objects:
+        if obj["kind"] != "PersistentVolumeClaim":
+            continue
+        name = obj["metadata"]["name"]
+        found = kube.get("PersistentVolumeClaim", name)
+        if found is None:
+            continue
+        owners = {ref.get("uid") for ref in found["metadata"].get("ownerReferences") or []}
+        going = bool(found["metadata"].get("deletionTimestamp"))
+        if owner_uid is not None and owner_uid in owners and not going:
+            continue
+        if going:
+            raise AlreadyExists(
+                f"PersistentVolumeClaim {name} of an earlier MiniCluster is still being deleted; "
+                "create again once it is gone"
+            )
+        raise AlreadyExists(
+            f"PersistentVolumeClaim {name} already exists; delete it, or keep it and name it "
+            "in spec.leadState.claimName"
+        )
 
 
 class MiniClusters(Waiting):
@@ -112,6 +142,8 @@ class MiniClusters(Waiting):
                     f"MiniCluster {name} already exists in namespace {self.kube.namespace} with a "
                     f"different spec; delete it first (fluxhop delete {name}) or pick another --name"
                 )
+        if existing is None:
+            refuse_foreign_claims(self.kube, objects)
         try:
             # an unchanged spec: the root stays as it is (fields that fluxhop
             # scale or Kueue set since are theirs, and applying the first value

@@ -6,7 +6,8 @@ that says what is happening.
 * Idempotent: server-side apply with field manager ``fluxhop-operator``; an
   unchanged resource makes no write at all (the status is patched only when
   it changes, events only on a transition).
-* The Job's children (ConfigMap, Secret, Service, NetworkPolicy) are made
+* The Job's children (ConfigMap, Secret, Service, NetworkPolicy; the
+  PersistentVolumeClaim of spec.leadState) are made
   first, owned like the Job by the resource: a Job means they all exist, so
   a reconcile never looks for them (and deleting the resource removes all
   in one round of the garbage collector). The CURVE Secret is created once
@@ -37,7 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.operations import MiniClusters
+from fluxhop.cluster.operations import MiniClusters, refuse_foreign_claims
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
@@ -316,6 +317,7 @@ class Reconciler:
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
         root["metadata"]["annotations"][CHILDREN] = "first"
         root["metadata"]["ownerReferences"] = [owner_reference(cr)]
+        refuse_foreign_claims(self.kube, objects[:-1], cr["metadata"].get("uid"))
         self._children(cr, objects[:-1], out, missing_only=False)
         try:
             job = self.kube.create(root)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fluxhop.errors import SpecError
+from fluxhop.errors import FluxhopWarning, SpecError
 from fluxhop.flux.broker import HostEntry
 from fluxhop.flux.curve import CurveCert
 from fluxhop.render.bundle import Bundle, Layout, build_bundle
@@ -84,6 +85,14 @@ def local_spec(spec: MiniCluster) -> MiniCluster:
     local.spec.metrics.enabled = False
     local.spec.max_size = None
     local.spec.min_size = None
+    if local.spec.lead_state is not None:
+        warnings.warn(
+            "spec.leadState does not apply to a local MiniCluster: its brokers are processes "
+            "on this machine, not pods a Job makes again; rank 0 keeps no state",
+            FluxhopWarning,
+            stacklevel=2,
+        )
+        local.spec.lead_state = None
     local._operator_extras = []
     return local
 

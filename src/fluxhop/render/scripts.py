@@ -143,6 +143,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("metrics_port", p.metrics_port),
         _assign("health_enabled", p.health_enabled),
         _assign("lead_state_dir", p.lead_state_dir),
+        _assign("lead_kvs_key", LEAD_KVS_DIR),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
         _array("node_env", p.node_env),
@@ -176,6 +177,7 @@ HEALTH_FLUX_TIMEOUT = 10  # seconds a health runner's flux command may take
 # as it is, has the same (tests/render/test_metrics_exporter.py holds them equal)
 HEALTH_JOB_PREFIX = "fluxhop-health-"
 HEALTH_KVS_DIR = "fluxhop.health"  # each rank's results, for metrics.py (the same there)
+LEAD_KVS_DIR = "fluxhop.lead"  # rank 0's restarts from spec.leadState (the same in metrics.py)
 
 
 @dataclass(frozen=True)

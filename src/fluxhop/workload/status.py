@@ -140,6 +140,24 @@ def disrupted(pod: dict[str, Any]) -> bool:
     )
 
 
+def ignored_exits(workload: dict[str, Any]) -> set[int]:
+    """Exit codes the workload's podFailurePolicy ignores (spec.leadState:
+    143, a pod stopped by SIGTERM): the Job makes such a pod again, so its
+    exit ends nothing. A JobSet's are in its replicated job's template."""
+    spec = workload.get("spec") or {}
+    jobs = [
+        spec,
+        *((r.get("template") or {}).get("spec") or {} for r in spec.get("replicatedJobs") or []),
+    ]
+    codes: set[int] = set()
+    for job in jobs:
+        for rule in (job.get("podFailurePolicy") or {}).get("rules") or []:
+            exits = rule.get("onExitCodes") or {}
+            if rule.get("action") == "Ignore" and exits.get("operator") == "In":
+                codes.update(int(v) for v in exits.get("values") or [])
+    return codes
+
+
 def stopping(pod: dict[str, Any]) -> bool:
     """Deleted, and not yet ended: kubectl's Terminating."""
     phase = pod.get("status", {}).get("phase")
@@ -273,8 +291,12 @@ def status_of(
         phase = "Terminating" if stopping(pod) else pod.get("status", {}).get("phase", "Unknown")
         phases[phase] = phases.get(phase, 0) + 1
     done = conditions(workload)
-    # a disrupted rank 0 ends nothing: the Job replaces it (podFailurePolicy)
-    lead = next((p for p in pods if completion_index(p) == 0 and not disrupted(p)), None)
+    # a disrupted rank 0, or one whose exit the podFailurePolicy ignores,
+    # ends nothing: the Job replaces it
+    ignored = ignored_exits(workload)
+    leads = [p for p in pods if completion_index(p) == 0 and not disrupted(p)]
+    leads = [p for p in leads if exit_code(p, root.container) not in ignored]
+    lead = leads[0] if leads else None
     code = exit_code(lead, root.container) if lead else None
     if failed(workload) or (code is not None and code != 0):
         state = "Failed"

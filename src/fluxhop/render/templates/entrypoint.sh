@@ -261,7 +261,7 @@ stop_health() {
 
 lead_flux() {
     # a flux command to rank 0's own broker, never hanging a stopping pod
-    FLUX_URI="local://$runtime/broker/local-0" timeout 10 "$flux_bin" "$@"
+    FLUX_URI="local://$runtime/broker/local-0" timeout 5 "$flux_bin" "$@"
 }
 
 running_jobs() {
@@ -275,13 +275,16 @@ save_lead() {
     # the instance from the volume. No job starts from here on (the queue
     # stops, and that is not checkpointed, so the new rank 0 schedules
     # again), the running ones end with an exception that says why, and the
-    # KVS is written to the volume. Bounded: the pod has its grace period.
-    local note="rank 0's pod was stopped; the instance restarts from its saved state" _
+    # KVS is written to the volume. Bounded well within the pod's grace
+    # period (30 s): a broker that does not answer is not waited for.
+    local note="rank 0's pod was stopped; the instance restarts from its saved state"
+    local deadline=$((SECONDS + 12)) running
     lead_flux queue stop --all --nocheckpoint --quiet >/dev/null 2>&1 || true
     lead_flux job raiseall --severity=0 --user=all --states=run --force lead-lost "$note" \
         >/dev/null 2>&1 || true
-    for _ in $(seq 100); do
-        [ -n "$(running_jobs || echo failed)" ] || break
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        running=$(running_jobs) || break
+        [ -n "$running" ] || break
         sleep 0.1
     done
     if lead_flux kvs sync >/dev/null 2>&1; then
@@ -289,7 +292,26 @@ save_lead() {
     else
         say "could not save the instance's state; the new rank 0 has the last checkpoint"
     fi
+    # Tell rank 0's children to go: their brokers exit at once and restart
+    # (run_worker), to join the new rank 0. Left alone, a child finds its
+    # parent gone only when its TCP times out (tbon.tcp_user_timeout, 20 s)
+    # and may then wait on a connect to the old pod's address
+    # (tbon.connect_timeout, 30 s): 45 s on the test cluster.
+    lead_flux python -c "$disconnect_children" >/dev/null 2>&1 || true
 }
+
+# flux python: rank 0's children, each told to disconnect
+disconnect_children='
+import flux
+h = flux.Flux()
+children = h.rpc("overlay.topology", {"rank": 0}, nodeid=0).get()["children"]
+sent = [h.rpc("overlay.disconnect-subtree", {"rank": c["rank"]}, nodeid=0) for c in children]
+for future in sent:
+    try:
+        future.get()
+    except OSError:
+        pass  # an offline child
+'
 
 resume_lead() {
     # A restart from the kept state, started without a scheduler
@@ -303,11 +325,20 @@ resume_lead() {
         running=$(running_jobs) && [ -z "$running" ] && break
         sleep 0.1
     done
-    if lead_flux modprobe load sched >/dev/null; then
+    if lead_flux module list 2>/dev/null |
+        awk '{ n = split($NF, s, ","); for (i = 1; i <= n; i++) if (s[i] == "sched") found = 1 }
+             END { exit !found }'; then
+        say "instance restarted from its saved state in $lead_state_dir (its rc loaded the scheduler)"
+    elif FLUX_URI="local://$runtime/broker/local-0" timeout 60 "$flux_bin" modprobe load sched >/dev/null; then
         say "instance restarted from its saved state in $lead_state_dir: $(lead_flux jobs --filter=pending --no-header --format='{id}' | wc -l) jobs pending"
     else
         say "could not load the scheduler after the restart; load it with: flux modprobe load sched"
     fi
+    # counted in the kept KVS, for the metrics and fluxhop status (metrics.py)
+    local restarts
+    restarts=$(lead_flux kvs get "$lead_kvs_key.restarts" 2>/dev/null) || restarts=0
+    lead_flux kvs put "$lead_kvs_key.restarts=$((restarts + 1))" \
+        "$lead_kvs_key.last=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null 2>&1 || true
 }
 
 run_lead() {
@@ -348,7 +379,7 @@ start_lead() {
     # One start of rank 0's broker: from the kept state when there is one.
     local status=0 resume_pid=
     broker_env=()
-    if [ -n "$lead_state_dir" ] && [ -e "$lead_state_dir/content.sqlite" ]; then
+    if [ -n "$lead_state_dir" ] && [ -e "$lead_state_dir/state/content.sqlite" ]; then
         say "restarting the instance from its saved state in $lead_state_dir"
         broker_env+=(FLUX_MODPROBE_DISABLE=sched)
         resume_lead &
@@ -424,7 +455,11 @@ main() {
     write_resources
     local statedir="$runtime/state"
     if [ "$rank" = 0 ] && [ -n "$lead_state_dir" ]; then
-        statedir="$lead_state_dir" # spec.leadState: kept across rank 0's pods
+        # spec.leadState: kept across rank 0's pods. A directory of the
+        # broker's user's own: Flux refuses a statedir another user owns (a
+        # new volume's root is root's).
+        statedir="$lead_state_dir/state"
+        mkdir -p "$statedir" || die "cannot make $statedir on the leadState volume as $(id -un); for a non-root pod set securityContext.fsGroup"
     fi
     broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$statedir")
     write_node_env

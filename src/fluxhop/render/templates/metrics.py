@@ -71,6 +71,7 @@ HEALTH_REASON_PREFIX = "health: "
 AUTOSCALE_REASON = "fluxhop autoscale: scaling down"
 DRAIN_CAUSES = ("health", "autoscale", "other")
 HEALTH_KVS_DIR = "fluxhop.health"  # each rank's runner writes its results here
+LEAD_KVS_DIR = "fluxhop.lead"  # restarts, last: rank 0's restarts from its kept state
 
 # (name, HELP text, label names): the metric is flux_<name>, all gauges, its
 # numbers metrics[name], or metrics[SOURCES[name]] where the JSON keeps the name
@@ -114,6 +115,11 @@ FAMILIES = [
         "health_checks",
         "Online ranks by each health check's last result there: pass or fail (spec.health)",
         ("check", "result"),
+    ),
+    (
+        "lead_restarts",
+        "Times rank 0 restarted the instance from its kept state (spec.leadState)",
+        (),
     ),
 ]
 SOURCES = {"nodes_drain": "nodes_drain_by_reason"}
@@ -210,6 +216,17 @@ def _health(handle: Any, online: IDset) -> Metrics:
     return {"health_checks": counts, "health": details}
 
 
+def _lead(handle: Any) -> Metrics:
+    """spec.leadState: how often rank 0 restarted the instance from its kept
+    state, and when last (JSON only), as its entrypoint counts them."""
+    try:
+        directory = flux.kvs.get_dir(handle, LEAD_KVS_DIR)
+        restarts, last = int(directory["restarts"]), str(directory["last"])
+    except (OSError, KeyError, ValueError, TypeError):  # never restarted
+        restarts, last = 0, ""
+    return {"lead_restarts": restarts, "lead": {"restarts": restarts, "last": last}}
+
+
 def _count_gpus(resources: List[Dict[str, Any]], factor: int = 1) -> int:
     total = 0
     for resource in resources:
@@ -264,6 +281,7 @@ class Collector:
         metrics["sched"]["checking"] = str(checking)
         metrics["ranks"] = self._ranks(sched, status)  # JSON only: for the autoscaler
         metrics.update(_health(handle, IDset(status["online"])))
+        metrics.update(_lead(handle))
         return metrics
 
     @staticmethod
