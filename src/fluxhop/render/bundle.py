@@ -71,6 +71,12 @@ class Layout:
         """The ``count`` host names as one RFC 29 hostlist, e.g. ``demo-[0-3]``."""
         return f"{self.host_prefix}0" if count == 1 else f"{self.host_prefix}[0-{count - 1}]"
 
+    def peer(self, rank: int) -> str:
+        """The DNS name the brokers reach ``rank`` by."""
+        return (
+            f"{self.host_prefix}{rank}.{self.subdomain}.{self.namespace}.svc.{self.cluster_domain}"
+        )
+
     def connect_template(self) -> str:
         # Peers resolve only as <host>.<subdomain>..., never by bare host name.
         return f"tcp://%h.{self.subdomain}.{self.namespace}.svc.{self.cluster_domain}:%p"
@@ -279,6 +285,7 @@ def build_bundle(
         node_env=node_local_names(spec),
         health_enabled=body.health is not None,
         lead_state_dir=LEAD_STATE_DIR if body.lead_state else "",
+        lead_address=layout.peer(0) if body.lead_state else "",
         paths=paths,
     )
     files = {

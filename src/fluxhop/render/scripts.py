@@ -118,6 +118,7 @@ class EntrypointParams:
     node_env: list[str] = field(default_factory=list)
     health_enabled: bool = False  # spec.health: the pod runs health.sh
     lead_state_dir: str = ""  # spec.leadState: rank 0's statedir, kept across its pods
+    lead_address: str = ""  # spec.leadState: the DNS name a worker reaches rank 0 by
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -144,6 +145,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("health_enabled", p.health_enabled),
         _assign("lead_state_dir", p.lead_state_dir),
         _assign("lead_kvs_key", LEAD_KVS_DIR),
+        _assign("lead_address", p.lead_address),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
         _array("node_env", p.node_env),

@@ -425,6 +425,22 @@ run_worker() {
         fi
         attempt=$((attempt + 1))
         wait_to_restart "$status" "$attempt" || return "$status"
+        wait_for_lead
+    done
+}
+
+wait_for_lead() {
+    # spec.leadState: while rank 0's pod is being made again (the Job's
+    # backoff: 10 s, then 20, 40...) its name does not resolve. A broker
+    # started then is left to ZeroMQ's retries in the background, and joined
+    # the new rank 0 30 s after it was up on the test cluster: start it once
+    # the name resolves. Waiting costs no restart (10 min at most).
+    if [ -z "$lead_address" ] || ! command -v getent >/dev/null; then return 0; fi
+    local _
+    for _ in $(seq 1200); do
+        if getent hosts "$lead_address" >/dev/null; then return 0; fi
+        if [ "$terminating" = 1 ]; then return 0; fi
+        sleep 0.5
     done
 }
 
