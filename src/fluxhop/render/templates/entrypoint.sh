@@ -294,9 +294,9 @@ save_lead() {
     fi
     # Tell rank 0's children to go: their brokers exit at once and restart
     # (run_worker), to join the new rank 0. Left alone, a child finds its
-    # parent gone only when its TCP times out (tbon.tcp_user_timeout, 20 s)
-    # and may then wait on a connect to the old pod's address
-    # (tbon.connect_timeout, 30 s): 45 s on the test cluster.
+    # parent gone only once its TCP times out (tbon.tcp_user_timeout, 20 s,
+    # after its next message): it joined 45 s after the loss on the test
+    # cluster.
     lead_flux python -c "$disconnect_children" >/dev/null 2>&1 || true
 }
 
