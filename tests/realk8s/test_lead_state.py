@@ -63,6 +63,11 @@ class Lasting(InNamespace):
     def pod(self, rank: int) -> dict[str, Any] | None:
         return running_pod(self.admin, self.namespace, self.name, rank)
 
+    def replaced(self, lead: dict[str, Any]) -> bool:
+        """A rank 0 running that is not ``lead``."""
+        pod = self.pod(0)
+        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
+
 
 def state_volume(admin: Api, namespace: str, name: str, root: Path) -> str:
     """A hostPath PersistentVolume for the claim fluxhop makes for MiniCluster ``name``."""
@@ -124,11 +129,7 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     pods = f"/api/v1/namespaces/{lasting.namespace}/pods"
     lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
 
-    def new_lead() -> bool:
-        pod = lasting.pod(0)
-        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
-
-    eventually("a new rank 0 running", new_lead, timeout=120)
+    eventually("a new rank 0 running", lambda: lasting.replaced(lead), timeout=120)
     result, kind, note = recovered(lasting, running, pending, set())
     assert (result, kind) == ("FAILED", "lead-lost"), note
     assert "rank 0's pod was stopped" in note
@@ -201,10 +202,6 @@ def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, 
     eventually("the pod garbage collector ended the lost pods", collected, timeout=180)
     lasting.cluster.start_kubelet("node-c")  # the node back (or a new one of its kind)
 
-    def new_lead() -> bool:
-        pod = lost.pod(0)
-        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
-
-    eventually("a new rank 0 running", new_lead, timeout=180)
+    eventually("a new rank 0 running", lambda: lost.replaced(lead), timeout=180)
     result, kind, note = recovered(lost, running, pending, set())
     assert (result, kind) == ("FAILED", "exec"), note
