@@ -216,11 +216,15 @@ def extensions() -> dict[str, str]:
     found["spec.health.checks[].timeoutSeconds"] = "a check still running then has failed"
     found["spec.leadState"] = (
         "rank 0 keeps the instance on a claim; a new rank 0 restarts it with its queue "
-        "([keep the queue](../operations.md#keep-the-queue-when-rank-0-is-lost))"
+        "([keep the queue](../operations.md#keep-the-queue-when-rank-0-is-lost)); unset: a "
+        "claim of the default StorageClass where the cluster has one, else an emptyDir"
     )
-    found["spec.leadState.claimName"] = "a claim of yours (ReadWriteMany); unset: fluxhop makes one"
+    found["spec.leadState.claimName"] = "a claim of yours; unset: fluxhop makes one (ReadWriteOnce)"
     found["spec.leadState.storageClassName"] = "the class of fluxhop's claim (unset: the default)"
     found["spec.leadState.size"] = "the size of fluxhop's claim (default 1Gi)"
+    found["spec.leadState.emptyDir"] = (
+        "keep it in an emptyDir: it outlives rank 0's broker, not its pod"
+    )
     found["spec.leadState.checkpointSeconds"] = (
         "how often the KVS is written when it changed (default 1): what a lost node may lose"
     )

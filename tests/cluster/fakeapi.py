@@ -92,6 +92,12 @@ RESOURCES = {
     ),
     ("apis/kopf.dev/v1", "clusterkopfpeerings"): ("kopf.dev/v1", "ClusterKopfPeering"),
     ("api/v1", "nodes"): ("v1", "Node"),  # seeded by tests; patched (tainted) by the operator
+    # seeded by tests; read to choose where rank 0 keeps its state
+    ("apis/storage.k8s.io/v1", "storageclasses"): ("storage.k8s.io/v1", "StorageClass"),
+    ("apis/admissionregistration.k8s.io/v1", "mutatingadmissionpolicies"): (
+        "admissionregistration.k8s.io/v1",
+        "MutatingAdmissionPolicy",
+    ),
 }
 # Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
 # served only with crds=... including it, and only written by tests acting as
@@ -105,7 +111,7 @@ DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 # Cluster-wide list/watch of a namespaced kind (/apis/G/V/PLURAL), and the
 # objects of a cluster-scoped kind (/apis/G/V/PLURAL/NAME): namespace "".
 CLUSTER_PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)/([^/]+)(?:/([^/]+))?$")
-CLUSTER_SCOPED = {"ClusterKopfPeering", "Node"}
+CLUSTER_SCOPED = {"ClusterKopfPeering", "Node", "StorageClass", "MutatingAdmissionPolicy"}
 ALL_NAMESPACES = ""
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"

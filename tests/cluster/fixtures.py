@@ -11,6 +11,7 @@ import yaml
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from tests.cluster.fakeapi import FakeAPIServer
+from tests.conformance import REPO
 
 SERVER = "https://fake.invalid:6443"
 
@@ -64,6 +65,23 @@ def fake():
     server = FakeAPIServer()
     yield server
     server.close()
+
+
+def seed_lead_state_policy(fake: FakeAPIServer) -> None:
+    """deploy/lead-state.yaml's policy, as an admin applies it (the fake does not run it)."""
+    policy = next(yaml.safe_load_all((REPO / "deploy" / "lead-state.yaml").read_text()))
+    fake.seed("MutatingAdmissionPolicy", {"metadata": policy["metadata"]}, namespace="")
+
+
+def seed_storage_class(fake: FakeAPIServer, name: str, *, default: bool) -> None:
+    annotations = {"storageclass.kubernetes.io/is-default-class": str(default).lower()}
+    fake.seed("StorageClass", {"metadata": {"name": name, "annotations": annotations},
+                               "provisioner": "example.com/disk"}, namespace="")  # fmt: skip
+
+
+@pytest.fixture
+def lead_state_policy(fake):
+    seed_lead_state_policy(fake)
 
 
 @pytest.fixture

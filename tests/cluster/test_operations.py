@@ -550,7 +550,7 @@ def kept_spec():
 
 
 @pytest.mark.parametrize("going", [False, True])
-def test_a_claim_already_there_is_never_taken_over(fake, ops, going):
+def test_a_claim_already_there_is_never_taken_over(fake, ops, going, lead_state_policy):
     claim = {"metadata": {"name": "demo-lead-state"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
     if going:
         claim["metadata"]["deletionTimestamp"] = "2026-12-05T06:00:00Z"
@@ -563,10 +563,10 @@ def test_a_claim_already_there_is_never_taken_over(fake, ops, going):
     assert fake.get("Job", "demo") is None  # nothing created
 
 
-def test_the_claim_fluxhop_makes_is_owned_by_the_job(fake, ops):
+def test_the_claim_fluxhop_makes_is_owned_by_the_job(fake, ops, lead_state_policy):
     ops.create(kept_spec())
     job = fake.get("Job", "demo")
     claim = fake.get("PersistentVolumeClaim", "demo-lead-state")
-    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert claim["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     ops.create(kept_spec())  # the same spec again: nothing refused, nothing changed

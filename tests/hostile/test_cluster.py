@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.cluster.fixtures import SERVER
-from tests.hostile.lines import one_line
+from tests.hostile.lines import one_line, one_line_after_warnings
 
 NAMES = ["..", "../x", "A", "", "a/b", "x" * 300, "a b", "-x", "a.b", "%2e%2e", "a\nb"]
 VERBS = {
@@ -112,7 +112,7 @@ def test_a_misbehaving_api_server_leaves_nothing(
     method, path, status, times, mode = fault
     cli_cluster.fail(method, path, status, times=times, mode=mode)
     target = ["--target", "jobset"] if "jobset" in case else []
-    code, err = one_line(
+    code, err = one_line_after_warnings(
         capsys, "create", "--kubeconfig", str(kubeconfig), "--name", "demo", "-N", "2",
         "--image", "ubuntu", "--request-timeout", "5", *target,
     )  # fmt: skip

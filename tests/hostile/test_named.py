@@ -18,7 +18,7 @@ from fluxhop.cli import main
 from fluxhop.errors import FluxhopError
 from fluxhop.rabbit.hooks import on_pre_run
 from fluxhop.rabbit.policy import Owner
-from tests.hostile.lines import one_line
+from tests.hostile.lines import one_line, one_line_after_warnings
 from tests.rabbit.conftest import RABBITS, rabbit_job, workflow_object
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "lammps.yaml"
@@ -277,15 +277,6 @@ def test_services_for_the_operator_are_checked(
     code, err = one_line_after_warnings(capsys, *args)
     assert code == 2 and words in err, err
     assert cli_cluster.requests == []
-
-
-def one_line_after_warnings(capsys, *args: str) -> tuple[int, str]:
-    """The error line, after the warning that services are left to the operator."""
-    code = main(list(args))
-    captured = capsys.readouterr()
-    lines = [line for line in captured.err.splitlines() if not line.startswith("fluxhop: warning:")]
-    assert len(lines) == 1 and "internal error" not in lines[0], captured.err
-    return code, lines[0]
 
 
 def test_good_services_are_passed_on(capsys, tmp_path):

@@ -27,6 +27,8 @@ CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
     "ClusterKopfPeering",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
 }
 
 

@@ -290,7 +290,7 @@ def test_an_upgraded_operator_sees_no_change_in_an_unchanged_resource(
 
 
 def test_a_job_from_before_resource_hashes_compares_what_it_rendered(fake, apply, reconciler, kube):
-    apply(resource())
+    apply(resource(leadState={"emptyDir": True}))  # as said: no lead state chosen on creation
     reconciler.reconcile(current(fake))
     stored = fake.store[("Job", "default", "demo")]
     del stored["metadata"]["annotations"][RESOURCE_HASH]  # as an older operator made it

@@ -20,6 +20,13 @@ from typing import Any
 
 import pytest
 
+from fluxhop.render.pod import (
+    LEAD_CLAIM_ANNOTATION,
+    LEAD_CONTAINER_ANNOTATION,
+    LEAD_STATE_VOLUME,
+)
+from fluxhop.workload.marks import COMPLETION_INDEX
+from tests.conformance import REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
@@ -27,6 +34,7 @@ from tests.realk8s.replacing import running_pod
 from tests.realk8s.tools import InNamespace, eventually, kubectl, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
+POLICY = REPO / "deploy" / "lead-state.yaml"
 NAME = "lasting"
 LOST = "lost"  # the MiniCluster whose node is lost
 DOCUMENT = f"""\
@@ -69,28 +77,51 @@ class Lasting(InNamespace):
         return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
 
 
-def state_volume(admin: Api, namespace: str, name: str, root: Path) -> str:
+def state_volume(admin: Api, namespace: str, name: str, root: Path, storage_class: str = "") -> str:
     """A hostPath PersistentVolume for the claim fluxhop makes for MiniCluster ``name``."""
     volume = f"lead-{uuid.uuid4().hex[:8]}"
     root.mkdir()
     admin.create("/api/v1/persistentvolumes", {
         "metadata": {"name": volume},
-        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-                 "storageClassName": "", "hostPath": {"path": str(root), "type": "Directory"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "storageClassName": storage_class,
+                 "hostPath": {"path": str(root), "type": "Directory"},
                  "claimRef": {"namespace": namespace, "name": f"{name}-lead-state"}}})  # fmt: skip
     return volume
 
 
 @pytest.fixture(scope="module")
 def lasting(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lasting]:
+    """A namespace, the hostPath volumes, and deploy/lead-state.yaml's policy
+    applied (as an admin does once): it mounts the claim in rank 0's pod."""
     root: Path = tmp_path_factory.mktemp("lead-state")
     with scratch_namespace(cluster) as (admin, namespace):
         volumes = [state_volume(admin, namespace, name, root / name) for name in (NAME, LOST)]
+        kubectl(cluster, "apply", "-f", str(POLICY))
+        # the API server loads a new policy within a second or so: wait for it to act
+        eventually("the policy in force", lambda: policy_in_force(cluster, namespace), timeout=30)
         try:
             yield Lasting(cluster, admin, namespace)
         finally:
+            kubectl(cluster, "delete", "-f", str(POLICY))
             for volume in volumes:
                 admin.delete(f"/api/v1/persistentvolumes/{volume}")
+
+
+def policy_in_force(cluster: LocalCluster, namespace: str) -> bool:
+    """A rank 0 pod as the Job makes one, created with dry run, comes back with the claim."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "probe", "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "fluxhop", COMPLETION_INDEX: "0"},
+        "annotations": {LEAD_CLAIM_ANNOTATION: "probe", LEAD_CONTAINER_ANNOTATION: "c"}},
+        "spec": {"containers": [{"name": "c", "image": "host"}]}}  # fmt: skip
+    done = kubectl(cluster, "create", "--dry-run=server", "-o", "json", "-f", "-",
+                   stdin=json.dumps(pod))  # fmt: skip
+    return LEAD_STATE_VOLUME in {v["name"] for v in json.loads(done.stdout)["spec"]["volumes"]}
+
+
+def lead_volume(pod: dict[str, Any]) -> dict[str, Any] | None:
+    return next((v for v in pod["spec"]["volumes"] if v["name"] == LEAD_STATE_VOLUME), None)
 
 
 def queue(lasting: Lasting) -> tuple[str, list[str]]:
@@ -126,6 +157,10 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     lead = lasting.pod(0)
     worker = lasting.pod(1)
     assert lead is not None and worker is not None
+    # the policy mounted the claim in rank 0's pod, and in no other
+    assert lead_volume(lead) == {"name": LEAD_STATE_VOLUME,
+                                 "persistentVolumeClaim": {"claimName": f"{NAME}-lead-state"}}  # fmt: skip
+    assert lead_volume(worker) is None
     pods = f"/api/v1/namespaces/{lasting.namespace}/pods"
     lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
 
@@ -205,3 +240,49 @@ def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, 
     eventually("a new rank 0 running", lambda: lost.replaced(lead), timeout=180)
     result, kind, note = recovered(lost, running, pending, set())
     assert (result, kind) == ("FAILED", "exec"), note
+
+
+CHOSEN = "chosen"  # the MiniCluster that says nothing of its state
+DEFAULT_CLASS = "fluxhop-test-default"
+
+
+def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
+    lasting: Lasting, tmp_path: Path
+):
+    """The cluster has a default StorageClass (here one whose volumes an
+    admin makes: a hostPath PersistentVolume waits for the claim) and the
+    policy: fluxhop makes the claim without naming a class, the API server
+    gives it the default one, and rank 0 keeps the instance on it."""
+    chosen = replace(lasting, name=CHOSEN)
+    classes = "/apis/storage.k8s.io/v1/storageclasses"
+    lasting.admin.create(classes, {
+        "metadata": {"name": DEFAULT_CLASS,
+                     "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "kubernetes.io/no-provisioner"})  # fmt: skip
+    root = tmp_path / "state"
+    volume = state_volume(lasting.admin, lasting.namespace, CHOSEN, root, DEFAULT_CLASS)
+    try:
+        document = tmp_path / "chosen.yaml"
+        document.write_text(
+            DOCUMENT.replace(f"name: {NAME}", f"name: {CHOSEN}").replace(
+                "  leadState: {size: 1Gi}\n", ""
+            )
+        )
+        assert "leadState" not in document.read_text()
+        done = chosen.fluxhop("create", "-f", str(document), timeout=240)
+        assert done.returncode == 0, done.stderr
+        assert "emptyDir" not in done.stderr  # no warning: the state is kept
+        claim = lasting.admin.get(f"/api/v1/namespaces/{lasting.namespace}/persistentvolumeclaims/"
+                                  f"{CHOSEN}-lead-state")  # fmt: skip
+        assert claim["spec"]["storageClassName"] == DEFAULT_CLASS
+        assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        eventually("both brokers online", lambda: chosen.online(CHOSEN) == 2, timeout=120)
+        lead, worker = chosen.pod(0), chosen.pod(1)
+        assert lead is not None and worker is not None
+        assert lead_volume(lead) is not None and lead_volume(worker) is None
+        chosen.flux("kvs", "sync")
+        assert (root / "state" / "content.sqlite").is_file()  # on the claim's volume
+    finally:
+        chosen.fluxhop("delete", CHOSEN, timeout=240)
+        lasting.admin.delete(f"{classes}/{DEFAULT_CLASS}")
+        lasting.admin.delete(f"/api/v1/persistentvolumes/{volume}")

@@ -66,6 +66,14 @@ KINDS: dict[str, Kind] = {
         Kind("kopf.dev/v1", "KopfPeering", "kopfpeerings"),  # the operator's peering
         Kind("kopf.dev/v1", "ClusterKopfPeering", "clusterkopfpeerings", namespaced=False),
         Kind("v1", "Node", "nodes", namespaced=False),  # tainted by spec.health's replace
+        # read to choose where rank 0 keeps its state (cluster/lead_volume.py)
+        Kind("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False),
+        Kind(
+            "admissionregistration.k8s.io/v1",
+            "MutatingAdmissionPolicy",
+            "mutatingadmissionpolicies",
+            namespaced=False,
+        ),
     )
 }
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.lead_volume import with_lead_volume
 from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
@@ -119,6 +120,7 @@ class MiniClusters(Waiting):
                 FluxhopWarning,
                 stacklevel=2,
             )
+        spec = with_lead_volume(self.kube, spec, target)
         objects = prepare(spec, target, cluster_domain=cluster_domain)
         return self.apply_objects(objects, target, owners=owners)
 

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.lead_volume import with_lead_volume
 from fluxhop.cluster.operations import MiniClusters, refuse_foreign_claims
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.status import Problem, resource_status
@@ -309,9 +310,15 @@ class Reconciler:
         """The children first, then the Job (POST, atomic: of two replicas
         racing at start-up one creates it, the other finds it and updates)."""
         self._marks(cr, spec, out)
-        objects = prepare(
-            operated(spec, self.operator_namespace), Target.JOB, cluster_domain=self.cluster_domain
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            decided = with_lead_volume(
+                self.kube, operated(spec, self.operator_namespace), Target.JOB
+            )
+        for warning in caught:
+            if warning.category is FluxhopWarning:
+                self.event(cr, "Warning", "LeadState", clipped(str(warning.message)), out)
+        objects = prepare(decided, Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)

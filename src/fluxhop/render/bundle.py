@@ -286,6 +286,7 @@ def build_bundle(
         health_enabled=body.health is not None,
         lead_state_dir=LEAD_STATE_DIR if body.lead_state else "",
         lead_address=layout.peer(0) if body.lead_state else "",
+        lead_state_claim=(body.lead_state.claim_of(spec.name) or "") if body.lead_state else "",
         paths=paths,
     )
     files = {

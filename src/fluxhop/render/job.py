@@ -28,7 +28,8 @@ def _failure_rules(spec: MiniCluster) -> list[dict[str, Any]]:
             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
         }
     ]
-    if spec.spec.lead_state is not None:
+    lead_state = spec.spec.lead_state
+    if lead_state is not None and lead_state.on_claim:  # an emptyDir goes with its pod
         rules.append(
             {
                 "action": "Ignore",
@@ -52,7 +53,7 @@ def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dic
     * backoffLimit 0 with restartPolicy Never: a failed job fails the Job
       instead of restarting pods forever; disruptions (evictions, preemption)
       do not count, so a lost worker pod is replaced and rejoins. With
-      spec.leadState a pod stopped by SIGTERM (the Flux container exits 143:
+      spec.leadState on a claim a pod stopped by SIGTERM (the Flux container exits 143:
       its pod was deleted) does not count either: an interactive instance
       has no command whose status that could be, and its new rank 0
       restarts it from the kept state.

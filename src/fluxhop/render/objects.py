@@ -97,24 +97,23 @@ def curve_secret(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
 
 
 def lead_state_claim_name(spec: MiniCluster) -> str | None:
-    """The PersistentVolumeClaim rank 0 keeps its state on (spec.leadState)."""
+    """The PersistentVolumeClaim rank 0 keeps its state on (spec.leadState),
+    None when there is none (no leadState, or an emptyDir)."""
     state = spec.spec.lead_state
-    if state is None:
-        return None
-    return state.claim_name or f"{spec.name}-lead-state"
+    return state.claim_of(spec.name) if state is not None else None
 
 
 def lead_state_claim(spec: MiniCluster) -> dict[str, Any] | None:
     """The claim fluxhop makes for spec.leadState, when it names none.
 
-    ReadWriteMany: every pod mounts it (one pod template for all ranks),
-    and they run on several nodes; only rank 0 writes to it.
+    ReadWriteOnce: only rank 0's pod mounts it (render/pod.py), on one node
+    at a time; the Job makes a new rank 0 only once the old one has ended.
     """
     state = spec.spec.lead_state
     if state is None or not state.made_by_fluxhop:
         return None
     body: dict[str, Any] = {
-        "accessModes": ["ReadWriteMany"],
+        "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": state.size}},
     }
     if state.storage_class_name:
@@ -122,7 +121,7 @@ def lead_state_claim(spec: MiniCluster) -> dict[str, Any] | None:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": metadata(spec, f"{spec.name}-lead-state"),
+        "metadata": metadata(spec, str(state.claim_of(spec.name))),
         "spec": body,
     }
 

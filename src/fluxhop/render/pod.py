@@ -21,12 +21,27 @@ from fluxhop.render.security import (
 )
 from fluxhop.spec.minicluster import Container, ContainerVolume, MiniCluster
 
-__all__ = ["pod_template"]
+__all__ = [
+    "LEAD_CLAIM_ANNOTATION",
+    "LEAD_CONTAINER_ANNOTATION",
+    "LEAD_STATE_POLICY",
+    "LEAD_STATE_VOLUME",
+    "pod_template",
+]
 
 CONFIG_VOLUME = "fluxhop-config"
 CURVE_VOLUME = "fluxhop-curve"
 SHM_VOLUME = "fluxhop-shm"
 LEAD_STATE_VOLUME = "fluxhop-lead-state"
+# spec.leadState's claim is mounted in rank 0's pod alone, and all ranks share
+# one pod template: the template names the claim and the Flux container in
+# these annotations, and the MutatingAdmissionPolicy LEAD_STATE_POLICY
+# (deploy/lead-state.yaml) adds the volume and its mount to the pod of
+# completion index 0 as the Job creates it. Kubernetes has no per-index
+# volume, and a claim every pod mounts would need ReadWriteMany storage.
+LEAD_STATE_POLICY = "fluxhop-lead-state"
+LEAD_CLAIM_ANNOTATION = "fluxhop.io/lead-state-claim"
+LEAD_CONTAINER_ANNOTATION = "fluxhop.io/lead-state-container"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside
@@ -167,7 +182,8 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     user = _volume_mounts(lead)
     if not any(m["mountPath"] == "/dev/shm" for m in user):
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
-    if spec.spec.lead_state is not None:  # every pod mounts it; rank 0 alone uses it
+    lead_state = spec.spec.lead_state
+    if lead_state is not None and lead_state.empty_dir:  # a claim: LEAD_STATE_POLICY mounts it
         mounts.append({"name": LEAD_STATE_VOLUME, "mountPath": LEAD_STATE_DIR})
     out["volumeMounts"] = mounts + user
     out["readinessProbe"] = READINESS_PROBE
@@ -245,10 +261,10 @@ def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
     lead_mounts = _volume_mounts(spec.spec.flux_container)
     if not any(m["mountPath"] == "/dev/shm" for m in lead_mounts):
         volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
-    claim = lead_state_claim_name(spec)
-    if claim is not None:
-        volumes.append({"name": LEAD_STATE_VOLUME, "persistentVolumeClaim": {"claimName": claim}})
-    reserved = {v["name"] for v in volumes}
+    lead_state = spec.spec.lead_state
+    if lead_state is not None and lead_state.empty_dir:
+        volumes.append({"name": LEAD_STATE_VOLUME, "emptyDir": {}})
+    reserved = {v["name"] for v in volumes} | {LEAD_STATE_VOLUME}
     seen: set[str] = set()
     for container in spec.spec.containers:
         for name, volume in container.volumes.items():
@@ -262,13 +278,22 @@ def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
     return volumes
 
 
+def _lead_claim_annotations(spec: MiniCluster) -> dict[str, str]:
+    """What LEAD_STATE_POLICY reads to mount spec.leadState's claim in rank 0's pod."""
+    claim = lead_state_claim_name(spec)
+    if claim is None:
+        return {}
+    return {LEAD_CLAIM_ANNOTATION: claim, LEAD_CONTAINER_ANNOTATION: spec.name}
+
+
 def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dict[str, Any]:
     """The pod template; ``subdomain`` is None when the workload sets it (JobSet)."""
     pod = spec.spec.pod
     labels = {**pod.labels, **common_labels(spec), "app.kubernetes.io/name": spec.name}
     template_meta: dict[str, Any] = {"labels": labels}
-    if pod.annotations:
-        template_meta["annotations"] = dict(pod.annotations)
+    annotations = {**pod.annotations, **_lead_claim_annotations(spec)}
+    if annotations:
+        template_meta["annotations"] = annotations
     body: dict[str, Any] = {"restartPolicy": "Never"}
     if subdomain:
         body["subdomain"] = subdomain

@@ -119,6 +119,7 @@ class EntrypointParams:
     health_enabled: bool = False  # spec.health: the pod runs health.sh
     lead_state_dir: str = ""  # spec.leadState: rank 0's statedir, kept across its pods
     lead_address: str = ""  # spec.leadState: the DNS name a worker reaches rank 0 by
+    lead_state_claim: str = ""  # spec.leadState's claim, mounted at lead_state_dir ("": emptyDir)
     paths: PodPaths = field(default_factory=PodPaths)
 
 
@@ -146,6 +147,7 @@ def entrypoint_script(p: EntrypointParams) -> str:
         _assign("lead_state_dir", p.lead_state_dir),
         _assign("lead_kvs_key", LEAD_KVS_DIR),
         _assign("lead_address", p.lead_address),
+        _assign("lead_state_claim", p.lead_state_claim),
         _array("broker_args", p.broker_args),
         _array("flux_run_args", p.flux_run_args),
         _array("node_env", p.node_env),

@@ -13,14 +13,21 @@ run the command again.
 The volume is a PersistentVolumeClaim: ``claimName`` names one that exists,
 otherwise fluxhop makes ``<name>-lead-state`` of ``storageClassName`` (the
 cluster's default class when unset) and ``size``, and it goes with the
-MiniCluster. Every pod of the MiniCluster mounts it (they share one pod
-template; only rank 0 writes), so it must be mountable on every node they
-run on: fluxhop's claim asks for ReadWriteMany.
+MiniCluster. Only rank 0's pod mounts it, so ReadWriteOnce serves: all ranks
+share one pod template, and the MutatingAdmissionPolicy in
+deploy/lead-state.yaml adds the claim to the pod of completion index 0 as it
+is created (render/pod.py marks the template for it).
+
+``emptyDir: true`` keeps the state in an emptyDir instead: it outlives a
+restart of rank 0's broker in its pod, not the loss of the pod. fluxhop
+chooses for an interactive MiniCluster that says nothing: a claim of the
+default StorageClass where the cluster has one and the policy, else an
+emptyDir, with a warning (cluster/lead_volume.py).
 """
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from fluxhop.spec.model import Model
 from fluxhop.spec.quantity import parse_quantity
@@ -39,6 +46,16 @@ class LeadState(Model):
     storage_class_name: DnsSubdomain | None = None  # of fluxhop's PVC; None: the default class
     size: str = DEFAULT_STATE_SIZE  # of fluxhop's PVC
     checkpoint_seconds: int = Field(DEFAULT_CHECKPOINT, ge=1, le=3600)
+    empty_dir: bool = False  # keep it in the pod: outlives the broker, not the pod
+
+    @model_validator(mode="after")
+    def _one_volume(self) -> LeadState:
+        if self.empty_dir and (self.claim_name or self.storage_class_name):
+            given = "claimName" if self.claim_name else "storageClassName"
+            raise ValueError(
+                f"emptyDir keeps the state in the pod, {given} on a claim; give one of them"
+            )
+        return self
 
     @field_validator("size")
     @classmethod
@@ -49,4 +66,15 @@ class LeadState(Model):
 
     @property
     def made_by_fluxhop(self) -> bool:
-        return self.claim_name is None
+        """fluxhop makes the claim (not an emptyDir, not one the user names)."""
+        return not self.empty_dir and self.claim_name is None
+
+    @property
+    def on_claim(self) -> bool:
+        return not self.empty_dir
+
+    def claim_of(self, minicluster: str) -> str | None:
+        """The claim rank 0 of MiniCluster ``minicluster`` mounts, None for an emptyDir."""
+        if self.empty_dir:
+            return None
+        return self.claim_name or f"{minicluster}-lead-state"

@@ -429,6 +429,18 @@ run_worker() {
     done
 }
 
+# spec.leadState's claim is mounted in rank 0's pod by a MutatingAdmissionPolicy
+# (deploy/lead-state.yaml); without it the directory is the container's own,
+# and the state goes with the pod. Said once, loudly, not fatal: the instance
+# still runs.
+check_lead_claim() {
+    if [ -z "$lead_state_claim" ]; then return 0; fi
+    if grep -qs " $lead_state_dir " /proc/self/mountinfo; then  # field 5: the mount point
+        return 0
+    fi
+    say "warning: claim $lead_state_claim is not mounted at $lead_state_dir (is the MutatingAdmissionPolicy fluxhop-lead-state of deploy/lead-state.yaml installed?): the instance's state goes with this pod"
+}
+
 wait_for_lead() {
     # spec.leadState: while rank 0's pod is being made again (the Job's
     # backoff: 10 s, then 20, 40...) its name does not resolve. A broker
@@ -475,6 +487,7 @@ main() {
         # broker's user's own: Flux refuses a statedir another user owns (a
         # new volume's root is root's).
         statedir="$lead_state_dir/state"
+        check_lead_claim
         mkdir -p "$statedir" || die "cannot make $statedir on the leadState volume as $(id -un); for a non-root pod set securityContext.fsGroup"
     fi
     broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$statedir")

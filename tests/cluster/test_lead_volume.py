@@ -1,0 +1,98 @@
+"""Where rank 0 of an interactive MiniCluster keeps its state, decided as
+fluxhop creates it (cluster/lead_volume.py): a claim of the default
+StorageClass where the cluster has one and the policy that mounts it, an
+emptyDir with a warning that says why where not; a claim asked for on a
+cluster without the policy is refused in one line, nothing created.
+tests/realk8s/test_lead_state.py runs the policy on the real API server."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from fluxhop.errors import FluxhopWarning, SpecError
+from fluxhop.render.pod import LEAD_CLAIM_ANNOTATION, LEAD_STATE_VOLUME
+from fluxhop.spec import MiniCluster
+from tests.cluster.fixtures import seed_lead_state_policy, seed_storage_class
+from tests.documents import minicluster_doc
+
+
+def spec(lead_state=None, *, interactive: bool = True) -> MiniCluster:
+    doc = minicluster_doc("demo", size=2, containers=[{"image": "ubuntu:noble"}])
+    doc["spec"]["interactive"] = interactive
+    if lead_state is not None:
+        doc["spec"]["leadState"] = lead_state
+    return MiniCluster.from_dict(doc)
+
+
+def template(fake) -> dict:
+    return fake.get("Job", "demo")["spec"]["template"]
+
+
+def kept_in_empty_dir(fake) -> bool:
+    volumes = template(fake)["spec"]["volumes"]
+    return {"name": LEAD_STATE_VOLUME, "emptyDir": {}} in volumes
+
+
+def test_a_default_class_and_the_policy_give_a_claim(fake, ops, lead_state_policy):
+    seed_storage_class(fake, "slow", default=False)
+    seed_storage_class(fake, "disk", default=True)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ops.create(spec())
+    assert not [w for w in said if w.category is FluxhopWarning]
+    claim = fake.get("PersistentVolumeClaim", "demo-lead-state")
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert "storageClassName" not in claim["spec"]  # the API server gives the default class
+    assert template(fake)["metadata"]["annotations"][LEAD_CLAIM_ANNOTATION] == "demo-lead-state"
+    assert not kept_in_empty_dir(fake)
+
+
+@pytest.mark.parametrize(
+    ("policy", "default_class", "why"),
+    [
+        (False, True, "the cluster has no MutatingAdmissionPolicy fluxhop-lead-state"),
+        (True, False, "the cluster has no default StorageClass"),
+    ],
+)
+def test_otherwise_an_empty_dir_and_a_warning_that_says_why(fake, ops, policy, default_class, why):
+    if policy:
+        seed_lead_state_policy(fake)
+    seed_storage_class(fake, "disk", default=default_class)
+    with pytest.warns(FluxhopWarning) as said:
+        ops.create(spec())
+    (line,) = [str(w.message) for w in said if w.category is FluxhopWarning]
+    assert "keeps the instance's state in an emptyDir" in line and why in line
+    assert "\n" not in line
+    assert fake.get("PersistentVolumeClaim", "demo-lead-state") is None
+    assert kept_in_empty_dir(fake)
+
+
+def test_rbac_that_will_not_say_is_an_empty_dir_too(fake, ops, lead_state_policy):
+    seed_storage_class(fake, "disk", default=True)
+    fake.fail("GET", "storageclasses", 403, times=5)
+    with pytest.warns(FluxhopWarning, match="may not list StorageClasses"):
+        ops.create(spec())
+    assert kept_in_empty_dir(fake)
+
+
+def test_a_claim_asked_for_without_the_policy_is_refused(fake, ops):
+    with pytest.raises(SpecError) as caught:
+        ops.create(spec({"size": "2Gi"}))
+    said = str(caught.value)
+    assert said.startswith("spec.leadState:") and "deploy/lead-state.yaml" in said
+    assert "\n" not in said
+    assert fake.get("Job", "demo") is None and fake.get("ConfigMap", "demo-flux-config") is None
+
+
+def test_what_the_spec_says_is_kept(fake, ops):
+    ops.create(spec({"emptyDir": True}))  # no policy needed, no warning
+    assert kept_in_empty_dir(fake)
+
+
+def test_a_batch_minicluster_keeps_no_state(fake, ops, lead_state_policy):
+    seed_storage_class(fake, "disk", default=True)
+    ops.create(spec(interactive=False))
+    assert not kept_in_empty_dir(fake)
+    assert "annotations" not in template(fake)["metadata"]
