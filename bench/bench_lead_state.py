@@ -7,13 +7,14 @@ MiniCluster's start.
 Needs root, the built cluster (python -m tests.realk8s.build) and a
 flux-core with Fluxion (python -m tests.build). An interactive MiniCluster of
 size 2 keeps rank 0's state on the claim fluxhop makes (bound to a hostPath
-PersistentVolume made beforehand: the test cluster's nodes share one host).
+PersistentVolume made beforehand: the test cluster's nodes share one host),
+which deploy/lead-state.yaml's policy, applied first, mounts in rank 0's pod.
 
 * fresh start (the yardstick): ``fluxhop create`` started -> a job on both
   nodes has run (``flux run -N2 true`` in rank 0, tried every 0.2 s);
 * each run: one job running on both nodes and five waiting for them, then
-  rank 0's pod deleted -> a new rank 0 running -> the instance accepting jobs
-  again (the same ``flux run -N2 true`` succeeds: the worker is back, the
+  rank 0's pod deleted -> a new rank 0 running -> both brokers up (as
+  ``fluxhop status`` says) -> the instance accepting jobs again (the same ``flux run -N2 true`` succeeds: the worker is back, the
   scheduler loaded) -> the five kept jobs done.
 
 Each try is a ``fluxhop proxy`` (an exec into rank 0): both figures carry
@@ -25,6 +26,7 @@ failure since the last success) may grow from one run to the next.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -38,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_autoscale, bes
 
 from tests.realk8s.api import Api
 from tests.realk8s.replacing import running_pod
-from tests.realk8s.test_lead_state import DOCUMENT, NAME
-from tests.realk8s.tools import command_env
+from tests.realk8s.test_lead_state import DOCUMENT, NAME, POLICY, policy_in_force
+from tests.realk8s.tools import command_env, kubectl
 
 import bench_autoscale  # this directory: the cluster it starts
 from bench_health_replace import until
@@ -62,6 +64,10 @@ class Lasting:
     def takes_jobs(self) -> bool:
         return self.fluxhop("proxy", NAME, "flux", "run", "-N2", "true").returncode == 0
 
+    def brokers_up(self) -> int:
+        done = self.fluxhop("status", NAME, "-o", "json")
+        return int(json.loads(done.stdout)["brokers"]["up"]) if done.returncode == 0 else 0
+
     def states(self, jobs: list[str]) -> list[str]:
         done = self.fluxhop("proxy", NAME, "flux", "jobs", "-no", "{state}", *jobs)
         return done.stdout.split() if done.returncode == 0 else []
@@ -81,11 +87,14 @@ def one_run(lasting: Lasting) -> dict[str, float]:
 
     until("a new rank 0 running", new_lead)
     pod = time.monotonic() - start
+    until("both brokers up", lambda: lasting.brokers_up() == 2)
+    up = time.monotonic() - start
     until("the instance taking jobs", lasting.takes_jobs)
     back = time.monotonic() - start
     until("the five kept jobs done", lambda: lasting.states(pending) == ["INACTIVE"] * 5)
     done = time.monotonic() - start
     return {"deleted -> new rank 0 running": pod,
+            "deleted -> both brokers up": up,
             "deleted -> taking jobs again": back,
             "deleted -> the five kept jobs done": done}  # fmt: skip
 
@@ -103,9 +112,11 @@ def main() -> None:
             api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
             api.create("/api/v1/persistentvolumes", {
                 "metadata": {"name": namespace},
-                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                          "storageClassName": "", "hostPath": {"path": root, "type": "Directory"},
                          "claimRef": {"namespace": namespace, "name": f"{NAME}-lead-state"}}})  # fmt: skip
+            kubectl(cluster, "apply", "-f", str(POLICY))
+            until("the policy in force", lambda: policy_in_force(cluster, namespace))
             lasting = Lasting(env, api, namespace)
             document = Path(root).parent / f"{namespace}.yaml"
             document.write_text(DOCUMENT)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.realk8s.kubelet import network
 from tests.realk8s.kubelet.containers import ConfigError, base_env, container_spec
 from tests.realk8s.kubelet.environment import EnvError, container_env, expand
-from tests.realk8s.kubelet.network import hosts_file, pod_hostname, resolv_conf
+from tests.realk8s.kubelet.network import NodeNetwork, hosts_file, pod_hostname, resolv_conf
 from tests.realk8s.kubelet.status import Container, pod_status
 from tests.realk8s.kubelet.volumes import Volume, VolumeError, materialize, plan
 
@@ -337,3 +338,19 @@ def test_a_claim_is_its_bound_volumes_path_and_waits_until_bound():
 
     with pytest.raises(VolumeError, match="not bound yet"):
         plan(p, lambda *_: None, lambda *_: "", {}, unbound)
+
+
+def test_a_pods_address_is_not_given_again_at_once(monkeypatch, tmp_path):
+    """As host-local IPAM: the next pod gets the next free address, so a pod
+    made again (rank 0 replaced) does not take the address its peers still
+    hold the old pod's MAC for; addresses wrap around when the end is reached."""
+    monkeypatch.setattr(network, "_ip", lambda *args, **kwargs: "")
+    monkeypatch.setattr(network.shutil, "rmtree", lambda *args, **kwargs: None)
+    node = NodeNetwork(0)
+    first, ip = node.create()
+    assert ip == f"198.19.1.{first}"
+    node.destroy(first)
+    again, _ = node.create()
+    assert again != first
+    node.last = 254  # at the end: back to the first free one
+    assert node.create()[0] == first

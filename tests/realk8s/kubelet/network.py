@@ -169,6 +169,7 @@ class NodeNetwork:
         self.index = index
         self.lock = threading.Lock()
         self.used: set[int] = set()
+        self.last = 1  # the slot given last: the next pod gets the next free one after it
 
     def netns(self, slot: int) -> str:
         return f"{NETNS_PREFIX}{self.index}-{slot}"
@@ -176,8 +177,14 @@ class NodeNetwork:
     def create(self) -> tuple[int, str]:
         """A new pod network: its slot and the pod's IP."""
         with self.lock:
-            slot = next(n for n in range(2, 255) if n not in self.used)
+            # Round robin, as CNI's host-local IPAM gives addresses: a pod's
+            # address is not given again at once, so a new pod never answers
+            # at an address its peers still hold the old pod's MAC for (the
+            # neighbour entry going stale took ~20 s to heal).
+            order = [*range(self.last + 1, 255), *range(2, self.last + 1)]
+            slot = next(n for n in order if n not in self.used)
             self.used.add(slot)
+            self.last = slot
         ip, netns, veth = (
             f"198.19.{self.index + 1}.{slot}",
             self.netns(slot),
