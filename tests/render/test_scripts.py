@@ -19,6 +19,7 @@ from fluxhop.flux.curve import CurveCert
 from fluxhop.render import render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.flags import minicluster_from_flags
+from fluxhop.spec.leadstate import LeadState
 from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
 from tests.render.podsim import Pod
@@ -215,6 +216,29 @@ def test_worker_restarts_with_short_backoff_then_exits_zero(tmp_path):
     )  # no program
     assert "restart 1 of 5 in 1s" in result.stderr and "restart 2 of 5 in 2s" in result.stderr
     assert elapsed < 15  # 1 s + 2 s of backoff, never a fixed 15 s sleep
+
+
+def test_a_worker_of_a_kept_instance_starts_again_once_rank_0s_name_resolves(tmp_path):
+    """spec.leadState: after its broker exited, a worker waits for rank 0's
+    name before starting it again, each lookup of the absolute name bounded
+    to 1 s (the resolver's defaults add up to 40 s when answers are lost)."""
+    mc = spec([])  # interactive
+    mc.spec.lead_state = LeadState(empty_dir=True)
+    worker = pod(tmp_path, mc, 1, FAKE_BROKER_EXITS="1,0")
+    looked = tmp_path / "getent.log"
+    getent = worker.bin / "getent"  # fails twice, then resolves
+    getent.write_text(
+        f'#!/bin/sh\necho "$RES_OPTIONS|$*" >> {looked}\n'
+        f'[ "$(wc -l < {looked})" -ge 3 ] && echo "10.0.0.1 $2"\n'
+    )
+    getent.chmod(0o755)
+    result = worker.run()
+    assert result.returncode == 0, result.stderr
+    assert len(broker_starts(worker.calls())) == 2
+    assert (
+        looked.read_text().splitlines()
+        == ["timeout:1 attempts:1|hosts sim-0.sim.default.svc.cluster.local."] * 3
+    )
 
 
 def test_worker_gives_up_after_bounded_restarts(tmp_path):

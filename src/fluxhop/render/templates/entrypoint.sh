@@ -446,11 +446,18 @@ wait_for_lead() {
     # backoff: 10 s, then 20, 40...) its name does not resolve. A broker
     # started then is left to ZeroMQ's retries in the background, and joined
     # the new rank 0 30 s after it was up on the test cluster: start it once
-    # the name resolves. Waiting costs no restart (10 min at most).
+    # the name resolves. Waiting costs no restart (10 min at most). Each
+    # lookup is of the absolute name (the trailing dot: no search domains)
+    # and gives up after 1 s. With the resolver's defaults a lookup whose
+    # answers are lost takes 40 s (5 s, twice, for each of ndots:5's three
+    # search domains and the name): workers on the test cluster now and then
+    # joined 40 s after rank 0 was back.
     if [ -z "$lead_address" ] || ! command -v getent >/dev/null; then return 0; fi
     local _
     for _ in $(seq 1200); do
-        if getent hosts "$lead_address" >/dev/null; then return 0; fi
+        if RES_OPTIONS="timeout:1 attempts:1" getent hosts "$lead_address." >/dev/null; then
+            return 0
+        fi
         if [ "$terminating" = 1 ]; then return 0; fi
         sleep 0.5
     done
