@@ -216,12 +216,17 @@ def extensions() -> dict[str, str]:
     found["spec.health.checks[].timeoutSeconds"] = "a check still running then has failed"
     found["spec.leadState"] = (
         "rank 0 keeps the instance on a claim; a new rank 0 restarts it with its queue "
-        "([keep the queue](../operations.md#keep-the-queue-when-rank-0-is-lost)); unset: a "
-        "claim of the default StorageClass where the cluster has one, else an emptyDir"
+        "([keep the queue](../operations.md#keep-the-queue-when-rank-0-is-lost)); unset "
+        "(interactive): a claim of the default StorageClass where the cluster has one and "
+        "the policy of deploy/lead-state.yaml, else an emptyDir"
     )
     found["spec.leadState.claimName"] = "a claim of yours; unset: fluxhop makes one (ReadWriteOnce)"
     found["spec.leadState.storageClassName"] = "the class of fluxhop's claim (unset: the default)"
     found["spec.leadState.size"] = "the size of fluxhop's claim (default 1Gi)"
+    found["spec.managedBy"] = (
+        "the controller that keeps the resource; another than `fluxhop.io/operator` "
+        "(e.g. `kueue.x-k8s.io/multikueue`) and fluxhop operator leaves it alone; immutable"
+    )
     found["spec.leadState.emptyDir"] = (
         "keep it in an emptyDir: it outlives rank 0's broker, not its pod"
     )

@@ -18,9 +18,11 @@ from tests.cluster.fixtures import seed_lead_state_policy, seed_storage_class
 from tests.documents import minicluster_doc
 
 
-def spec(lead_state=None, *, interactive: bool = True) -> MiniCluster:
+def spec(lead_state=None, *, interactive: bool = True, pod_annotations=None) -> MiniCluster:
     doc = minicluster_doc("demo", size=2, containers=[{"image": "ubuntu:noble"}])
     doc["spec"]["interactive"] = interactive
+    if pod_annotations:
+        doc["spec"]["pod"] = {"annotations": pod_annotations}
     if lead_state is not None:
         doc["spec"]["leadState"] = lead_state
     return MiniCluster.from_dict(doc)
@@ -96,3 +98,40 @@ def test_a_batch_minicluster_keeps_no_state(fake, ops, lead_state_policy):
     ops.create(spec(interactive=False))
     assert not kept_in_empty_dir(fake)
     assert "annotations" not in template(fake)["metadata"]
+
+
+def test_a_create_again_keeps_what_it_was_made_with_and_says_nothing(fake, ops):
+    with pytest.warns(FluxhopWarning):
+        ops.create(spec())  # no policy: an emptyDir
+    seed_lead_state_policy(fake)
+    seed_storage_class(fake, "disk", default=True)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ops.create(spec())  # the same spec: nothing refused, nothing changed
+    assert not [w for w in said if w.category is FluxhopWarning]
+    assert kept_in_empty_dir(fake)
+    assert fake.get("PersistentVolumeClaim", "demo-lead-state") is None
+
+
+def test_a_default_class_on_one_nodes_disk_is_no_place_for_it(fake, ops, lead_state_policy):
+    fake.seed("StorageClass", {"metadata": {"name": "local-path", "annotations": {
+        "storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "rancher.io/local-path"}, namespace="")  # fmt: skip
+    with pytest.warns(FluxhopWarning, match="local-path keeps a volume on one node"):
+        ops.create(spec())
+    assert kept_in_empty_dir(fake)
+
+
+def test_a_claim_of_the_name_already_there_means_an_empty_dir(fake, ops, lead_state_policy):
+    seed_storage_class(fake, "disk", default=True)
+    fake.seed("PersistentVolumeClaim", {"metadata": {"name": "demo-lead-state",
+              "deletionTimestamp": "2026-12-05T06:00:00Z"}, "spec": {}})  # fmt: skip
+    with pytest.warns(FluxhopWarning, match="demo-lead-state is already there"):
+        ops.create(spec())
+    assert kept_in_empty_dir(fake)
+
+
+def test_fluxhops_annotations_are_not_the_users():
+    with pytest.raises(SpecError) as caught:
+        spec(pod_annotations={"fluxhop.io/lead-state-claim": "other"})
+    assert "fluxhop.io/lead-state-claim is fluxhop's" in str(caught.value)

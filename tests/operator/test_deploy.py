@@ -15,6 +15,7 @@ import yaml
 from fluxhop.errors import Forbidden
 from fluxhop.operator.reconcile import Reconciler
 from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fixtures import seed_lead_state_policy, seed_storage_class
 from tests.conformance import CONFORMANCE, REPO
 from tests.operator.test_reconcile import conditions, resource, settle
 from tests.pss import violations
@@ -27,8 +28,6 @@ CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
     "ClusterKopfPeering",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding",
 }
 
 
@@ -89,10 +88,21 @@ def test_the_crd_keeps_the_flux_operators_spec_and_subresources():
     (o,) = [v for v in ours["spec"]["versions"] if v["name"] == "v1alpha2"]
     spec = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["spec"]  # noqa: E731
     status = lambda v: v["schema"]["openAPIV3Schema"]["properties"]["status"]  # noqa: E731
-    added = {"metrics", "autoscale", "health", "leadState"}  # fluxhop's extensions, and only those
+    added = {
+        "metrics",
+        "autoscale",
+        "health",
+        "leadState",
+        "managedBy",
+    }  # fluxhop's extensions, and only those
     assert set(spec(o)["properties"]) - set(spec(t)["properties"]) == added
-    assert {**spec(o), "properties": {k: v for k, v in spec(o)["properties"].items()
-                                      if k not in added}} == spec(t)  # fmt: skip
+    ours_only = {"properties", "x-kubernetes-validations"}  # managedBy's immutability
+    assert {**{k: v for k, v in spec(o).items() if k not in ours_only},
+            "properties": {k: v for k, v in spec(o)["properties"].items()
+                           if k not in added}} == spec(t)  # fmt: skip
+    assert [r["message"] for r in spec(o)["x-kubernetes-validations"]] == [
+        "spec.managedBy is immutable"
+    ]
     # every MiniCluster YAML means the same
     assert o["subresources"] == t["subresources"]  # status, and scale (spec.size <-> status.size)
     assert set(status(t)["properties"]) <= set(status(o)["properties"])
@@ -129,6 +139,8 @@ def fake():
 
 def test_everything_the_operator_does_is_allowed_by_its_role(fake, kube, ops):
     fake.rbac = None
+    seed_lead_state_policy(fake)  # so that it chooses a claim of the default class
+    seed_storage_class(fake, "disk", default=True)
     kube.apply(resource(size=2, maxSize=3))  # the user applies it, with the user's rights
     fake.rbac = rules()
     reconciler = Reconciler(ops)
@@ -139,6 +151,7 @@ def test_everything_the_operator_does_is_allowed_by_its_role(fake, kube, ops):
     fake.rbac = rules()
     out = reconciler.reconcile(fake.get("MiniCluster", "demo"))
     assert out.problem is None and fake.refused == []
+    assert fake.get("PersistentVolumeClaim", "demo-lead-state") is not None
     assert fake.get("Job", "demo")["spec"]["parallelism"] == 3
     assert "Ready" in conditions(fake.get("MiniCluster", "demo"))
 

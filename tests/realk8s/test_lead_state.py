@@ -244,13 +244,16 @@ def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, 
 
 CHOSEN = "chosen"  # the MiniCluster that says nothing of its state
 DEFAULT_CLASS = "fluxhop-test-default"
+# a provisioner of shared volumes, as far as fluxhop can tell (none runs here:
+# the test makes the volume; a node-local one would get no claim by default)
+SHARED = "example.com/shared"
 
 
 def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
     lasting: Lasting, tmp_path: Path
 ):
-    """The cluster has a default StorageClass (here one whose volumes an
-    admin makes: a hostPath PersistentVolume waits for the claim) and the
+    """The cluster has a default StorageClass (here one whose volume the test
+    makes: a hostPath PersistentVolume waits for the claim) and the
     policy: fluxhop makes the claim without naming a class, the API server
     gives it the default one, and rank 0 keeps the instance on it."""
     chosen = replace(lasting, name=CHOSEN)
@@ -258,7 +261,7 @@ def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
     lasting.admin.create(classes, {
         "metadata": {"name": DEFAULT_CLASS,
                      "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-        "provisioner": "kubernetes.io/no-provisioner"})  # fmt: skip
+        "provisioner": SHARED})  # fmt: skip
     root = tmp_path / "state"
     volume = state_volume(lasting.admin, lasting.namespace, CHOSEN, root, DEFAULT_CLASS)
     try:

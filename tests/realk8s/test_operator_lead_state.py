@@ -1,6 +1,6 @@
 """spec.leadState through ``fluxhop operator`` on the real cluster, with real
-Flux and Fluxion: deploy/ applied (its ClusterRole, and the policy that mounts
-the claim in rank 0's pod), the cluster has a default StorageClass (its
+Flux and Fluxion: deploy/ applied (its ClusterRole), and the policy that
+mounts the claim in rank 0's pod; the cluster has a default StorageClass (its
 volume made by hand: a hostPath PersistentVolume waits for the claim). An
 interactive MiniCluster resource that says nothing of its state gets a claim
 of the default class; rank 0's pod deleted, the Job makes it again and the
@@ -15,8 +15,17 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.outcomes import MINICLUSTERS
-from tests.realk8s.test_lead_state import DEFAULT_CLASS, Lasting, lead_volume, state_volume
+from tests.realk8s.test_lead_state import (
+    DEFAULT_CLASS,
+    POLICY,
+    SHARED,
+    Lasting,
+    lead_volume,
+    policy_in_force,
+    state_volume,
+)
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
+from tests.realk8s.tools import eventually, kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 NAME = "operated"
@@ -33,8 +42,10 @@ def test_the_operator_keeps_rank_0s_state_on_the_default_class(
     admin.create(CLASSES, {
         "metadata": {"name": DEFAULT_CLASS,
                      "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-        "provisioner": "kubernetes.io/no-provisioner"})  # fmt: skip
+        "provisioner": SHARED})  # fmt: skip
     volume = state_volume(admin, namespace, NAME, tmp_path / "state", DEFAULT_CLASS)
+    kubectl(cluster, "apply", "-f", str(POLICY))  # apart from deploy/: Kubernetes 1.36+
+    eventually("the policy in force", lambda: policy_in_force(cluster, namespace), timeout=30)
     operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     operated = Lasting(cluster, admin, namespace, name=NAME)
     try:
@@ -64,5 +75,6 @@ def test_the_operator_keeps_rank_0s_state_on_the_default_class(
         assert conditions.get("Failed") != "True", resource["status"]
     finally:
         operator.stop()
+        kubectl(cluster, "delete", "-f", str(POLICY))
         admin.delete(f"{CLASSES}/{DEFAULT_CLASS}")
         admin.delete(f"/api/v1/persistentvolumes/{volume}")

@@ -21,8 +21,8 @@ from fluxhop.render.pod import (
     LEAD_STATE_POLICY,
     LEAD_STATE_VOLUME,
 )
-from fluxhop.render.scripts import LEAD_STATE_DIR
 from fluxhop.spec import MiniCluster
+from fluxhop.spec.leadstate import LEAD_STATE_DIR
 from fluxhop.workload.marks import COMPLETION_INDEX
 from tests.conformance import REPO
 from tests.documents import minicluster_doc
@@ -110,8 +110,11 @@ def test_an_empty_dir_is_every_pods_own_and_its_loss_ends_the_job():
 
 
 def test_the_policy_reads_what_the_template_names():
-    """deploy/lead-state.yaml, which an admin applies, agrees with render/pod.py."""
+    """deploy/lead-state.yaml, which an admin applies, is admissible and agrees with
+    render/pod.py (tests/realk8s/test_lead_state.py runs it on the API server)."""
     policy, binding = yaml.safe_load_all((REPO / "deploy" / "lead-state.yaml").read_text())
+    validate(policy)
+    validate(binding)
     assert policy["metadata"]["name"] == binding["spec"]["policyName"] == LEAD_STATE_POLICY
     text = json.dumps(policy["spec"])
     for name in (LEAD_CLAIM_ANNOTATION, LEAD_CONTAINER_ANNOTATION, LEAD_STATE_VOLUME,

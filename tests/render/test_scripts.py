@@ -241,6 +241,18 @@ def test_a_worker_of_a_kept_instance_starts_again_once_rank_0s_name_resolves(tmp
     )
 
 
+def test_rank_0_without_its_claim_mounted_runs_with_its_state_in_the_pod(tmp_path):
+    """The policy that mounts spec.leadState's claim is missing: rank 0 says
+    so and keeps its statedir in the pod, rather than failing."""
+    mc = spec([])  # interactive
+    mc.spec.lead_state = LeadState(claim_name="team-state")
+    lead = pod(tmp_path, mc, 0)
+    result = lead.run()
+    assert result.returncode == 0, result.stderr
+    assert "claim team-state is not mounted at /var/lib/fluxhop/lead" in result.stderr
+    assert f"-Sstatedir={lead.flux_root}/run/state" in broker_call(lead.calls())["argv"]
+
+
 def test_worker_gives_up_after_bounded_restarts(tmp_path):
     worker = pod(tmp_path, spec(["true"]), 1, FAKE_BROKER_EXITS="7", FLUXHOP_MAX_RESTARTS="1")
     result = worker.run()

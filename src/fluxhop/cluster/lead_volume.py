@@ -5,15 +5,23 @@ A spec that says nothing gets a claim of the cluster's default StorageClass
 where the cluster has one and has the MutatingAdmissionPolicy that mounts
 the claim in rank 0's pod (deploy/lead-state.yaml); otherwise an emptyDir,
 which outlives a restart of rank 0's broker but not the loss of its pod, and
-a warning that says why. A spec that names a claim on a cluster without the
-policy is refused: its claim would never be mounted. Rendering stays pure:
-this is asked of the API server at the edge (the CLI's create, the
-operator's), and what it decides is written into the spec rendered.
+a warning that says why. Not a claim either where it would hold rank 0 to
+one node (a default class whose volumes are a node's own: a new rank 0
+could not start elsewhere), nor where a claim of that name is already there
+(an earlier MiniCluster's, still going). A spec that names a claim on a
+cluster without the policy is refused: its claim would never be mounted.
+A MiniCluster made before keeps what it was made with, unchecked and
+unwarned (a create again of the same spec changes nothing).
+
+Rendering stays pure: this is asked of the API server at the edge (the
+CLI's create, the operator's), and what it decides is written into the spec
+rendered.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from fluxhop.cluster.api import Kube
 from fluxhop.errors import FluxhopWarning, Forbidden, SpecError
@@ -21,14 +29,24 @@ from fluxhop.render.pod import LEAD_STATE_POLICY
 from fluxhop.render.targets import Target
 from fluxhop.spec.leadstate import LeadState
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload.root import Root
 
-__all__ = ["DEFAULT_CLASS_ANNOTATIONS", "with_lead_volume"]
+__all__ = ["with_lead_volume"]
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",  # still honoured by Kubernetes
 )
-INSTALL = "an admin applies deploy/lead-state.yaml"
+# Provisioners whose volumes are one node's disk (kind's and k3s's local-path,
+# minikube's and microk8s's hostpath, static local volumes, OpenEBS local PV).
+NODE_LOCAL = frozenset({
+    "rancher.io/local-path",
+    "k8s.io/minikube-hostpath",
+    "microk8s.io/hostpath",
+    "kubernetes.io/no-provisioner",
+    "openebs.io/local",
+})  # fmt: skip
+INSTALL = "an admin applies deploy/lead-state.yaml, Kubernetes 1.36 or later"
 
 
 def _policy(kube: Kube) -> bool | None:
@@ -39,8 +57,8 @@ def _policy(kube: Kube) -> bool | None:
         return None
 
 
-def _default_class(kube: Kube) -> str | None:
-    """The default StorageClass's name, "" when there is none; None when RBAC will not say."""
+def _default_class(kube: Kube) -> dict[str, Any] | None:
+    """The default StorageClass, {} when there is none; None when RBAC will not say."""
     try:
         classes = kube.list("StorageClass")
     except Forbidden:
@@ -48,11 +66,11 @@ def _default_class(kube: Kube) -> str | None:
     for found in classes:
         annotations = found["metadata"].get("annotations") or {}
         if any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS):
-            return str(found["metadata"]["name"])
-    return ""
+            return found
+    return {}
 
 
-def _why_not_a_claim(kube: Kube) -> str | None:
+def _why_not_a_claim(kube: Kube, claim: str, owner_uid: str | None) -> str | None:
     policy = _policy(kube)
     if policy is None:
         return f"fluxhop may not read MutatingAdmissionPolicies to find {LEAD_STATE_POLICY}"
@@ -63,33 +81,44 @@ def _why_not_a_claim(kube: Kube) -> str | None:
         return "fluxhop may not list StorageClasses to find the default one"
     if not default:
         return "the cluster has no default StorageClass"
+    if default.get("provisioner") in NODE_LOCAL:
+        return (
+            f"the default StorageClass {default['metadata']['name']} keeps a volume on one "
+            "node, and a new rank 0 could start nowhere else"
+        )
+    found = kube.get("PersistentVolumeClaim", claim)
+    owners = {
+        ref.get("uid") for ref in ((found or {}).get("metadata") or {}).get("ownerReferences") or []
+    }
+    if found is not None and (owner_uid is None or owner_uid not in owners):
+        return f"a PersistentVolumeClaim {claim} is already there (an earlier MiniCluster's?)"
     return None
 
 
-def with_lead_volume(kube: Kube, spec: MiniCluster, target: Target | str) -> MiniCluster:
-    """``spec`` with spec.leadState decided for this cluster (a copy when changed)."""
+def with_lead_volume(
+    kube: Kube,
+    spec: MiniCluster,
+    target: Target | str,
+    *,
+    existing: dict[str, Any] | None = None,
+    owner_uid: str | None = None,
+) -> MiniCluster:
+    """``spec`` with spec.leadState decided for this cluster (a copy when
+    changed). ``existing``: the root already made for it, whose choice is
+    kept; ``owner_uid``: the owner of a claim already there that is its own
+    (the operator's resource, after an interrupted create)."""
     state = spec.spec.lead_state
-    if not spec.spec.interactive or Target.parse(target) is Target.MINICLUSTER:
+    target = Target.parse(target)
+    if not spec.spec.interactive or target is Target.MINICLUSTER:
         return spec  # a batch rank 0 is not restarted; the Flux Operator keeps no state
+    if existing is not None:
+        return _as_made(spec, Root(target, existing))
     if state is not None and state.empty_dir:
         return spec
     if state is not None:
-        policy = _policy(kube)
-        if policy is False:
-            raise SpecError(
-                f"spec.leadState: rank 0 mounts its claim through the MutatingAdmissionPolicy "
-                f"{LEAD_STATE_POLICY}, which this cluster does not have; {INSTALL}, or set "
-                "spec.leadState.emptyDir: true"
-            )
-        if policy is None:
-            warnings.warn(
-                f"spec.leadState: fluxhop may not read MutatingAdmissionPolicies; without "
-                f"{LEAD_STATE_POLICY} ({INSTALL}) rank 0's state goes with its pod",
-                FluxhopWarning,
-                stacklevel=2,
-            )
+        _check_policy(kube)
         return spec
-    why = _why_not_a_claim(kube)
+    why = _why_not_a_claim(kube, f"{spec.name}-lead-state", owner_uid)
     decided = spec.model_copy(deep=True)
     if why is None:
         decided.spec.lead_state = LeadState()
@@ -102,3 +131,30 @@ def with_lead_volume(kube: Kube, spec: MiniCluster, target: Target | str) -> Min
     )
     decided.spec.lead_state = LeadState(empty_dir=True)
     return decided
+
+
+def _check_policy(kube: Kube) -> None:
+    """A claim the spec asks for is mounted by the policy: refused without it."""
+    policy = _policy(kube)
+    if policy is False:
+        raise SpecError(
+            f"spec.leadState: rank 0 mounts its claim through the MutatingAdmissionPolicy "
+            f"{LEAD_STATE_POLICY}, which this cluster does not have; {INSTALL}, or set "
+            "spec.leadState.emptyDir: true"
+        )
+    if policy is None:
+        warnings.warn(
+            f"spec.leadState: fluxhop may not read MutatingAdmissionPolicies; without "
+            f"{LEAD_STATE_POLICY} ({INSTALL}) rank 0's state goes with its pod",
+            FluxhopWarning,
+            stacklevel=3,
+        )
+
+
+def _as_made(spec: MiniCluster, root: Root) -> MiniCluster:
+    """The spec as its root was made, for a create again of the same spec."""
+    if spec.spec.lead_state is not None or root.lead_state_kept is None:
+        return spec
+    made = spec.model_copy(deep=True)
+    made.spec.lead_state = LeadState(empty_dir=root.lead_state_kept == "emptyDir")
+    return made

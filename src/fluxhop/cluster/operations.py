@@ -120,7 +120,9 @@ class MiniClusters(Waiting):
                 FluxhopWarning,
                 stacklevel=2,
             )
-        spec = with_lead_volume(self.kube, spec, target)
+        if spec.spec.interactive:  # where rank 0 keeps its state: as made, or decided now
+            existing = self.kube.get(ROOT_KINDS[Target.parse(target)], spec.name)
+            spec = with_lead_volume(self.kube, spec, target, existing=existing)
         objects = prepare(spec, target, cluster_domain=cluster_domain)
         return self.apply_objects(objects, target, owners=owners)
 

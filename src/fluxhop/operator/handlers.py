@@ -30,7 +30,14 @@ from fluxhop.operator import cache
 from fluxhop.operator.autoscale_timer import autoscale, waited
 from fluxhop.operator.cache import GROUP, PLURAL, VERSION
 from fluxhop.operator.health_watch import look
-from fluxhop.operator.reconcile import AUTOSCALE_STATUS, FIELD_MANAGER, Outcome, Reconciler, Seen
+from fluxhop.operator.reconcile import (
+    AUTOSCALE_STATUS,
+    FIELD_MANAGER,
+    Outcome,
+    Reconciler,
+    Seen,
+    managed_elsewhere,
+)
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME, OPERATED
 from fluxhop.workload.status import completion_index, running_lead
@@ -135,8 +142,12 @@ remembered: dict[tuple[str, str], Remembered] = {}
 priority = int(time.time() * 1000) % 2**31
 
 
-def _selected(labels: Any, **_: Any) -> bool:
-    return all(labels.get(key) == value for key, value in selector.items())
+def _selected(labels: Any, body: Any = None, **_: Any) -> bool:
+    """The resource is this operator's: its labels match --selector, and
+    no other controller keeps it (spec.managedBy)."""
+    return all(labels.get(key) == value for key, value in selector.items()) and not (
+        body is not None and managed_elsewhere(dict(body))
+    )
 
 
 @kopf.on.startup()
@@ -259,7 +270,7 @@ def _follow(
                 return  # the Job's watch is behind, or the Job is gone: its event reconciles
             if cr["metadata"].get("deletionTimestamp") or not _operated(cr, seen):
                 return  # going (its Job going with it is not to be made again), or not ours
-            if not _selected(cr["metadata"].get("labels") or {}):
+            if not _selected(cr["metadata"].get("labels") or {}, cr):
                 return
             reconciler = Reconciler(MiniClusters(kube), operator_namespace=own_namespace)
             cache.remember(cr, reconciler.reconcile(cr, seen))
@@ -285,7 +296,7 @@ def _autoscaled(body: Any, **_: Any) -> bool:
     return (
         OPERATED in (meta.get("annotations") or {})
         and (body.get("spec") or {}).get("autoscale") is not None
-        and _selected(meta.get("labels") or {})
+        and _selected(meta.get("labels") or {}, body)
     )
 
 
@@ -351,7 +362,7 @@ def _health_watched(body: Any, **_: Any) -> bool:
     return (
         OPERATED in (meta.get("annotations") or {})
         and (body.get("spec") or {}).get("health") is not None
-        and _selected(meta.get("labels") or {})
+        and _selected(meta.get("labels") or {}, body)
     )
 
 

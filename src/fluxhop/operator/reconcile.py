@@ -44,7 +44,7 @@ from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecErro
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
-from fluxhop.spec.minicluster import Metadata, MiniCluster
+from fluxhop.spec.minicluster import FLUXHOP_OPERATOR, Metadata, MiniCluster
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -69,6 +69,7 @@ __all__ = [
     "Seen",
     "Written",
     "document",
+    "managed_elsewhere",
     "post_event",
     "read_spec",
     "resource_hash",
@@ -169,6 +170,14 @@ def read_spec(cr: dict[str, Any], namespace: str) -> tuple[MiniCluster, list[str
     return spec, said
 
 
+def managed_elsewhere(cr: dict[str, Any]) -> bool:
+    """The resource's spec.managedBy names a controller other than fluxhop
+    operator (e.g. Kueue's MultiKueue, which runs it on another cluster): the
+    resource is left alone, read as it is written, valid or not."""
+    manager = (cr.get("spec") or {}).get("managedBy")
+    return manager is not None and manager != FLUXHOP_OPERATOR
+
+
 def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
     """The resource's MiniCluster, in the namespace it lives in; raises
     SpecError, one line."""
@@ -264,6 +273,8 @@ class Reconciler:
         if not self._written.behind(cr):
             self._written = Written()
         name = cr["metadata"]["name"]
+        if managed_elsewhere(cr):
+            return out  # spec.managedBy: another controller's, not a write of ours
         try:
             spec, said = read_spec(cr, self.kube.namespace)
         except SpecError as err:
@@ -313,7 +324,10 @@ class Reconciler:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             decided = with_lead_volume(
-                self.kube, operated(spec, self.operator_namespace), Target.JOB
+                self.kube,
+                operated(spec, self.operator_namespace),
+                Target.JOB,
+                owner_uid=cr["metadata"].get("uid"),
             )
         for warning in caught:
             if warning.category is FluxhopWarning:

@@ -95,6 +95,12 @@ def render(
     target = Target.parse(target)
     if target is Target.MINICLUSTER:
         return [minicluster_resource(spec)]
+    if spec.spec.managed_elsewhere:
+        raise SpecError(
+            f"spec.managedBy {spec.spec.managed_by} hands the MiniCluster resource to another "
+            "controller, and a Job or JobSet of fluxhop's is no resource to hand: apply the "
+            "MiniCluster resource to a cluster that runs fluxhop operator (kubectl apply -f)"
+        )
     bundle = bundle_for(spec, target, cert=cert, cluster_domain=cluster_domain)
     objects = [config_map(spec, bundle), curve_secret(spec, bundle)]
     claim = lead_state_claim(spec)

@@ -20,7 +20,6 @@ from fluxhop.flux.broker import CORES_AS_SLOTS, BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
-    LEAD_STATE_DIR,
     EntrypointParams,
     HealthParams,
     PodPaths,
@@ -35,6 +34,7 @@ from fluxhop.render.scripts import (
     ready_script,
 )
 from fluxhop.spec.health import REASON_PREFIX
+from fluxhop.spec.leadstate import LEAD_STATE_DIR
 from fluxhop.spec.metrics import BROKER_PORT
 from fluxhop.spec.minicluster import MiniCluster
 

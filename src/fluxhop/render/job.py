@@ -29,7 +29,7 @@ def _failure_rules(spec: MiniCluster) -> list[dict[str, Any]]:
         }
     ]
     lead_state = spec.spec.lead_state
-    if lead_state is not None and lead_state.on_claim:  # an emptyDir goes with its pod
+    if lead_state is not None and not lead_state.empty_dir:  # an emptyDir goes with its pod
         rules.append(
             {
                 "action": "Ignore",

@@ -110,7 +110,8 @@ def lead_state_claim(spec: MiniCluster) -> dict[str, Any] | None:
     at a time; the Job makes a new rank 0 only once the old one has ended.
     """
     state = spec.spec.lead_state
-    if state is None or not state.made_by_fluxhop:
+    claim = lead_state_claim_name(spec)
+    if state is None or claim is None or not state.made_by_fluxhop:
         return None
     body: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
@@ -121,7 +122,7 @@ def lead_state_claim(spec: MiniCluster) -> dict[str, Any] | None:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": metadata(spec, str(state.claim_of(spec.name))),
+        "metadata": metadata(spec, claim),
         "spec": body,
     }
 

@@ -13,12 +13,13 @@ from fluxhop.render.objects import (
     lead_state_claim_name,
 )
 from fluxhop.render.placement import affinity, spread
-from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR, LEAD_STATE_DIR
+from fluxhop.render.scripts import CONFIG_DIR, CURVE_DIR
 from fluxhop.render.security import (
     cma_environment,
     container_security_context,
     pod_security_context,
 )
+from fluxhop.spec.leadstate import LEAD_STATE_ANNOTATIONS, LEAD_STATE_DIR
 from fluxhop.spec.minicluster import Container, ContainerVolume, MiniCluster
 
 __all__ = [
@@ -40,8 +41,8 @@ LEAD_STATE_VOLUME = "fluxhop-lead-state"
 # completion index 0 as the Job creates it. Kubernetes has no per-index
 # volume, and a claim every pod mounts would need ReadWriteMany storage.
 LEAD_STATE_POLICY = "fluxhop-lead-state"
-LEAD_CLAIM_ANNOTATION = "fluxhop.io/lead-state-claim"
-LEAD_CONTAINER_ANNOTATION = "fluxhop.io/lead-state-container"
+LEAD_CLAIM_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}claim"
+LEAD_CONTAINER_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}container"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside

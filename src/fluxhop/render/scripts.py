@@ -16,7 +16,6 @@ from pathlib import Path
 from fluxhop.version import __version__
 
 __all__ = [
-    "LEAD_STATE_DIR",
     "EntrypointParams",
     "HealthParams",
     "PodPaths",
@@ -33,7 +32,6 @@ __all__ = [
 
 CONFIG_DIR = "/etc/fluxhop/config"
 CURVE_DIR = "/etc/fluxhop/curve"
-LEAD_STATE_DIR = "/var/lib/fluxhop/lead"  # spec.leadState's volume (rank 0's statedir)
 MAX_WORKER_RESTARTS = 5
 
 

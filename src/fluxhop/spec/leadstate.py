@@ -33,9 +33,19 @@ from fluxhop.spec.model import Model
 from fluxhop.spec.quantity import parse_quantity
 from fluxhop.spec.rules import DnsSubdomain
 
-__all__ = ["DEFAULT_CHECKPOINT", "DEFAULT_STATE_SIZE", "LeadState"]
+__all__ = [
+    "DEFAULT_CHECKPOINT",
+    "DEFAULT_STATE_SIZE",
+    "LEAD_STATE_ANNOTATIONS",
+    "LEAD_STATE_DIR",
+    "LeadState",
+]
 
 DEFAULT_STATE_SIZE = "1Gi"
+LEAD_STATE_DIR = "/var/lib/fluxhop/lead"  # where rank 0's container has the volume
+# the prefix of the pod template's annotations for the policy that mounts the
+# claim (render/pod.py): fluxhop's, never a user's
+LEAD_STATE_ANNOTATIONS = "fluxhop.io/lead-state-"
 # How often rank 0's KVS is written to the volume when it changed (Flux's
 # kvs.checkpoint-period): what a lost node (no chance to save) may lose.
 DEFAULT_CHECKPOINT = 1
@@ -68,10 +78,6 @@ class LeadState(Model):
     def made_by_fluxhop(self) -> bool:
         """fluxhop makes the claim (not an emptyDir, not one the user names)."""
         return not self.empty_dir and self.claim_name is None
-
-    @property
-    def on_claim(self) -> bool:
-        return not self.empty_dir
 
     def claim_of(self, minicluster: str) -> str | None:
         """The claim rank 0 of MiniCluster ``minicluster`` mounts, None for an emptyDir."""

@@ -57,12 +57,12 @@ from fluxhop.spec.fluxsettings import (
     Scheduler,
 )
 from fluxhop.spec.health import HealthSpec
-from fluxhop.spec.leadstate import LeadState
+from fluxhop.spec.leadstate import LEAD_STATE_DIR, LeadState
 from fluxhop.spec.metrics import MetricsSpec
 from fluxhop.spec.model import LEGACY, OPERATOR, Model
 from fluxhop.spec.names import check_dns_label, dns_label_problem
 from fluxhop.spec.pod import Network, PodSecurityContext, PodSpec, Toleration
-from fluxhop.spec.rules import MAX_NODES, Labels, QualifiedName
+from fluxhop.spec.rules import MAX_NODES, Labels, ManagedBy, QualifiedName
 from fluxhop.spec.screen import screen, spec_error
 from fluxhop.spec.security import restricted_problem
 from fluxhop.spec.views import view_problem
@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_APP_IMAGE",
     "DEFAULT_QUEUE_POLICY",
     "DEFAULT_VIEW_IMAGE",
+    "FLUXHOP_OPERATOR",
     "Capabilities",
     "Commands",
     "Container",
@@ -98,6 +99,9 @@ API_VERSION = "flux-framework.org/v1alpha2"
 DEFAULT_QUEUE_POLICY = "easy"  # MiniClusterSpec.queue_policy says why
 
 
+FLUXHOP_OPERATOR = "fluxhop.io/operator"  # spec.managedBy of what fluxhop operator keeps
+
+
 class MiniClusterSpec(Model):
     size: int = Field(1, ge=1)
     max_size: int | None = Field(None, ge=1)
@@ -117,12 +121,21 @@ class MiniClusterSpec(Model):
     autoscale: AutoscaleSpec | None = None  # a fluxhop extension
     health: HealthSpec | None = None  # a fluxhop extension
     lead_state: LeadState | None = None  # a fluxhop extension
+    # a fluxhop extension: the controller that keeps the MiniCluster resource
+    # (unset or fluxhop.io/operator: fluxhop operator; another, e.g. Kueue's
+    # MultiKueue, and fluxhop operator leaves it alone). Immutable (the CRD).
+    managed_by: ManagedBy | None = None
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
         "archive": "fluxhop does not restore KVS archives" + OPERATOR,
         **{key: f"{LEGACY}; {became}" for key, became in legacy.SPEC.items()},
     }
+
+    @property
+    def managed_elsewhere(self) -> bool:
+        """Another controller keeps the resource (spec.managedBy)."""
+        return self.managed_by not in (None, FLUXHOP_OPERATOR)
 
     @field_validator("size", "max_size", "min_size")
     @classmethod
@@ -156,6 +169,13 @@ class MiniClusterSpec(Model):
             raise ValueError(
                 "health.onFailure replace needs size 2 or more (rank 0 is never replaced)"
             )
+        for container in self.containers:
+            for name, volume in container.volumes.items():
+                if (volume.path or "").rstrip("/") == LEAD_STATE_DIR:
+                    raise ValueError(
+                        f"volume {name}: {LEAD_STATE_DIR} is where fluxhop keeps rank 0's state "
+                        "(spec.leadState); mount it elsewhere"
+                    )
         if self.lead_state is not None and not self.interactive:
             raise ValueError(
                 "leadState keeps an interactive MiniCluster's queue across the loss of rank 0; "

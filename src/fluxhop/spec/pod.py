@@ -9,6 +9,7 @@ from pydantic import (
     field_validator,
 )
 
+from fluxhop.spec.leadstate import LEAD_STATE_ANNOTATIONS
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.names import check_dns_label
 from fluxhop.spec.rules import DnsSubdomain, Id, Labels, LabelValue, QualifiedName
@@ -74,6 +75,18 @@ class PodSpec(Model):
     priority_class_name: DnsSubdomain | None = None
     pods_per_node: int | None = Field(None, ge=1)  # 1: one broker per node, required
     security_profile: Literal["restricted"] | None = None  # Pod Security Standards level
+
+    @field_validator("annotations")
+    @classmethod
+    def _not_fluxhops(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if key.startswith(LEAD_STATE_ANNOTATIONS):
+                raise ValueError(
+                    f"{key} is fluxhop's (it names spec.leadState's claim for rank 0's pod); "
+                    "remove it, and set spec.leadState"
+                )
+        return value
+
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "restartPolicy": "fluxhop restarts brokers inside the pod and fails the Job on a failed job"
         + OPERATOR,

@@ -30,6 +30,7 @@ __all__ = [
     "Interface",
     "LabelValue",
     "Labels",
+    "ManagedBy",
     "Port",
     "QualifiedName",
     "ResourceName",
@@ -179,6 +180,15 @@ def resource_name_problem(value: str) -> str | None:
     return None
 
 
+def managed_by_problem(value: str) -> str | None:
+    """A controller's name as batch/v1's Job.spec.managedBy takes one: a
+    domain-prefixed path of at most 63 characters (kueue.x-k8s.io/multikueue)."""
+    domain, slash, path = value.partition("/")
+    if not slash or not path or dns_subdomain_problem(domain) or len(value) > 63:
+        return "is not a domain-prefixed path of at most 63 characters (e.g. kueue.x-k8s.io/multikueue)"
+    return None
+
+
 def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
     def check(value: str) -> str:
         found = problem(value)
@@ -198,6 +208,7 @@ ImageRef = Annotated[str, _rule(image_problem)]
 AbsolutePath = Annotated[str, _rule(absolute_path_problem)]
 Interface = Annotated[str, _rule(interface_problem)]
 ResourceName = Annotated[str, _rule(resource_name_problem)]
+ManagedBy = Annotated[str, _rule(managed_by_problem)]
 Labels = dict[QualifiedName, LabelValue]
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
 Port = Annotated[int, Field(ge=1, le=65535)]

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from fluxhop.render.bundle import DEFAULT_PATHS
+from fluxhop.render.pod import LEAD_CLAIM_ANNOTATION, LEAD_STATE_VOLUME
 from fluxhop.render.targets import Target
 from fluxhop.spec.kueue import QUEUE_LABEL, resize_problem
 from fluxhop.workload.marks import (
@@ -119,6 +120,18 @@ class Root:
         if lead is None or not str((lead.get("command") or [""])[-1]).endswith("entrypoint.sh"):
             return None
         return not lead.get("args")
+
+    @property
+    def lead_state_kept(self) -> str | None:
+        """Where rank 0 keeps the instance's state, as the root was made:
+        "claim" (the template names it for the policy), "emptyDir", or None."""
+        template = self._pod_template() or {}
+        if LEAD_CLAIM_ANNOTATION in (template.get("metadata", {}).get("annotations") or {}):
+            return "claim"
+        volumes = template.get("spec", {}).get("volumes") or []
+        if any(v.get("name") == LEAD_STATE_VOLUME and "emptyDir" in v for v in volumes):
+            return "emptyDir"
+        return None
 
     def _pod_template(self) -> dict[str, Any] | None:
         spec = self.obj.get("spec", {})

@@ -6,10 +6,10 @@
 # join (ZeroMQ retries the connection by itself); after an abnormal exit they
 # restart with a short, bounded backoff, and they exit 0 when the instance
 # shuts down normally. With spec.leadState (an interactive instance), rank 0
-# keeps its statedir on a volume: stopped, it saves the instance there for the
-# rank 0 that replaces it (save_lead); started where a saved state is, or
-# restarted after its broker failed, it restarts the instance from it
-# (start_lead, resume_lead).
+# keeps its statedir on a volume: stopped, it saves the instance on a claim
+# for the rank 0 that replaces it (save_lead; an emptyDir goes with the pod);
+# started where a saved state is, or restarted after its broker failed, it
+# restarts the instance from it (start_lead, resume_lead).
 #
 # Directories can be moved with FLUXHOP_CONFIG_DIR, FLUXHOP_CURVE_DIR,
 # FLUXHOP_FLUX_ROOT and FLUXHOP_BROKER_CONFIG; FLUXHOP_RANK and
@@ -45,7 +45,7 @@ stop_broker() {
     # (The Job is what ends a MiniCluster, not this.)
     # Without workers (maxSize 1) SIGTERM it is: the clean shutdown lets
     # `flux run` print the job's last output, which a kill could lose.
-    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ -n "$lead_state_dir" ]; then
+    if [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ -n "$lead_state_claim" ]; then
         save_lead
         kill -KILL "$child" 2>/dev/null || true
     elif [ "${rank:-}" = 0 ] && [ "$signal_status" = 143 ] && [ "$max_nodes" -gt 1 ]; then
@@ -328,9 +328,9 @@ resume_lead() {
     if lead_flux module list 2>/dev/null |
         awk '{ n = split($NF, s, ","); for (i = 1; i <= n; i++) if (s[i] == "sched") found = 1 }
              END { exit !found }'; then
-        say "instance restarted from its saved state in $lead_state_dir (its rc loaded the scheduler)"
+        say "instance restarted from its saved state in $statedir (its rc loaded the scheduler)"
     elif FLUX_URI="local://$runtime/broker/local-0" timeout 60 "$flux_bin" modprobe load sched >/dev/null; then
-        say "instance restarted from its saved state in $lead_state_dir: $(lead_flux jobs --filter=pending --no-header --format='{id}' | wc -l) jobs pending"
+        say "instance restarted from its saved state in $statedir: $(lead_flux jobs --filter=pending --no-header --format='{id}' | wc -l) jobs pending"
     else
         say "could not load the scheduler after the restart; load it with: flux modprobe load sched"
     fi
@@ -379,8 +379,8 @@ start_lead() {
     # One start of rank 0's broker: from the kept state when there is one.
     local status=0 resume_pid=
     broker_env=()
-    if [ -n "$lead_state_dir" ] && [ -e "$lead_state_dir/state/content.sqlite" ]; then
-        say "restarting the instance from its saved state in $lead_state_dir"
+    if [ -n "$lead_state_dir" ] && [ -e "$statedir/content.sqlite" ]; then  # main's statedir
+        say "restarting the instance from its saved state in $statedir"
         broker_env+=(FLUX_MODPROBE_DISABLE=sched)
         resume_lead &
         resume_pid=$!
@@ -429,16 +429,21 @@ run_worker() {
     done
 }
 
-# spec.leadState's claim is mounted in rank 0's pod by a MutatingAdmissionPolicy
-# (deploy/lead-state.yaml); without it the directory is the container's own,
-# and the state goes with the pod. Said once, loudly, not fatal: the instance
-# still runs.
-check_lead_claim() {
-    if [ -z "$lead_state_claim" ]; then return 0; fi
-    if grep -qs " $lead_state_dir " /proc/self/mountinfo; then  # field 5: the mount point
-        return 0
+# Rank 0's statedir: spec.leadState's volume, kept across rank 0's pods (a
+# directory of the broker's user's own: Flux refuses a statedir another user
+# owns, and a new volume's root is root's). Its claim is mounted by a
+# MutatingAdmissionPolicy (deploy/lead-state.yaml); not mounted, or not
+# writable by this user, the instance still runs, with its state in the pod,
+# and says so.
+lead_statedir() {
+    # sets statedir (main's)
+    if [ -n "$lead_state_claim" ] && ! grep -qs " $lead_state_dir " /proc/self/mountinfo; then
+        say "warning: claim $lead_state_claim is not mounted at $lead_state_dir (is the MutatingAdmissionPolicy fluxhop-lead-state of deploy/lead-state.yaml installed?): the instance's state goes with this pod"
+    elif mkdir -p "$lead_state_dir/state" 2>/dev/null; then
+        statedir="$lead_state_dir/state"
+    else
+        say "warning: cannot make $lead_state_dir/state as $(id -un) (for a non-root pod set securityContext.fsGroup): the instance's state goes with this pod"
     fi
-    say "warning: claim $lead_state_claim is not mounted at $lead_state_dir (is the MutatingAdmissionPolicy fluxhop-lead-state of deploy/lead-state.yaml installed?): the instance's state goes with this pod"
 }
 
 wait_for_lead() {
@@ -453,8 +458,8 @@ wait_for_lead() {
     # search domains and the name): workers on the test cluster now and then
     # joined 40 s after rank 0 was back.
     if [ -z "$lead_address" ] || ! command -v getent >/dev/null; then return 0; fi
-    local _
-    for _ in $(seq 1200); do
+    local deadline=$((SECONDS + 600))
+    while [ "$SECONDS" -lt "$deadline" ]; do
         if RES_OPTIONS="timeout:1 attempts:1" getent hosts "$lead_address." >/dev/null; then
             return 0
         fi
@@ -490,12 +495,7 @@ main() {
     write_resources
     local statedir="$runtime/state"
     if [ "$rank" = 0 ] && [ -n "$lead_state_dir" ]; then
-        # spec.leadState: kept across rank 0's pods. A directory of the
-        # broker's user's own: Flux refuses a statedir another user owns (a
-        # new volume's root is root's).
-        statedir="$lead_state_dir/state"
-        check_lead_claim
-        mkdir -p "$statedir" || die "cannot make $statedir on the leadState volume as $(id -un); for a non-root pod set securityContext.fsGroup"
+        lead_statedir
     fi
     broker_args+=("--config-path=$broker_config" "-Srundir=$runtime/broker" "-Sstatedir=$statedir")
     write_node_env
