@@ -126,7 +126,9 @@ def test_a_claim_of_the_name_already_there_means_an_empty_dir(fake, ops, lead_st
     seed_storage_class(fake, "disk", default=True)
     fake.seed("PersistentVolumeClaim", {"metadata": {"name": "demo-lead-state",
               "deletionTimestamp": "2026-12-05T06:00:00Z"}, "spec": {}})  # fmt: skip
-    with pytest.warns(FluxhopWarning, match="demo-lead-state is already there"):
+    with pytest.warns(
+        FluxhopWarning, match="demo-lead-state of an earlier MiniCluster is still being deleted"
+    ):
         ops.create(spec())
     assert kept_in_empty_dir(fake)
 

@@ -21,17 +21,18 @@ rendered.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import FluxhopWarning, Forbidden, SpecError
+from fluxhop.errors import AlreadyExists, FluxhopWarning, Forbidden, SpecError
 from fluxhop.render.pod import LEAD_STATE_POLICY
 from fluxhop.render.targets import Target
-from fluxhop.spec.leadstate import LeadState
+from fluxhop.spec.leadstate import LeadState, made_claim_name
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.root import Root
 
-__all__ = ["with_lead_volume"]
+__all__ = ["refuse_foreign_claims", "with_lead_volume"]
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
@@ -86,13 +87,41 @@ def _why_not_a_claim(kube: Kube, claim: str, owner_uid: str | None) -> str | Non
             f"the default StorageClass {default['metadata']['name']} keeps a volume on one "
             "node, and a new rank 0 could start nowhere else"
         )
-    found = kube.get("PersistentVolumeClaim", claim)
-    owners = {
-        ref.get("uid") for ref in ((found or {}).get("metadata") or {}).get("ownerReferences") or []
-    }
-    if found is not None and (owner_uid is None or owner_uid not in owners):
-        return f"a PersistentVolumeClaim {claim} is already there (an earlier MiniCluster's?)"
-    return None
+    return _foreign_claim(kube, claim, owner_uid)
+
+
+def _foreign_claim(kube: Kube, name: str, owner_uid: str | None) -> str | None:
+    """Why claim ``name`` is not for a new MiniCluster to use, None when it
+    may: absent, or owned by ``owner_uid`` and not going."""
+    found = kube.get("PersistentVolumeClaim", name)
+    if found is None:
+        return None
+    owners = {ref.get("uid") for ref in found["metadata"].get("ownerReferences") or []}
+    going = bool(found["metadata"].get("deletionTimestamp"))
+    if owner_uid is not None and owner_uid in owners and not going:
+        return None
+    if going:
+        return f"PersistentVolumeClaim {name} of an earlier MiniCluster is still being deleted"
+    return f"PersistentVolumeClaim {name} already exists"
+
+
+def refuse_foreign_claims(
+    kube: Kube, objects: Sequence[dict[str, Any]], owner_uid: str | None = None
+) -> None:
+    """A new MiniCluster never takes over a claim already there (spec.leadState's
+    ``<name>-lead-state``) unless ``owner_uid`` owns it: one of an earlier
+    MiniCluster of the name still going (its pods hold it) would vanish under
+    the new one, and any other would hand the new instance a queue that is
+    not its own."""
+    for obj in objects:
+        if obj["kind"] != "PersistentVolumeClaim":
+            continue
+        why = _foreign_claim(kube, obj["metadata"]["name"], owner_uid)
+        if why is None:
+            continue
+        if "still being deleted" in why:
+            raise AlreadyExists(f"{why}; create again once it is gone")
+        raise AlreadyExists(f"{why}; delete it, or keep it and name it in spec.leadState.claimName")
 
 
 def with_lead_volume(
@@ -118,7 +147,7 @@ def with_lead_volume(
     if state is not None:
         _check_policy(kube)
         return spec
-    why = _why_not_a_claim(kube, f"{spec.name}-lead-state", owner_uid)
+    why = _why_not_a_claim(kube, made_claim_name(spec.name), owner_uid)
     decided = spec.model_copy(deep=True)
     if why is None:
         decided.spec.lead_state = LeadState()

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.lead_volume import with_lead_volume
+from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
@@ -54,37 +54,7 @@ from fluxhop.workload.status import (
     status_of,
 )
 
-__all__ = ["MiniClusters", "refuse_foreign_claims", "selector_text"]
-
-
-def refuse_foreign_claims(
-    kube: Kube, objects: Sequence[dict[str, Any]], owner_uid: str | None = None
-) -> None:
-    """A new MiniCluster never takes over a claim already there (spec.leadState's
-    ``<name>-lead-state``) unless ``owner_uid`` owns it: one of an earlier
-    MiniCluster of the name still going (its pods hold it) would vanish under
-    the new one, and any other would hand the new instance a queue that is
-    not its own."""
-    for obj in objects:
-        if obj["kind"] != "PersistentVolumeClaim":
-            continue
-        name = obj["metadata"]["name"]
-        found = kube.get("PersistentVolumeClaim", name)
-        if found is None:
-            continue
-        owners = {ref.get("uid") for ref in found["metadata"].get("ownerReferences") or []}
-        going = bool(found["metadata"].get("deletionTimestamp"))
-        if owner_uid is not None and owner_uid in owners and not going:
-            continue
-        if going:
-            raise AlreadyExists(
-                f"PersistentVolumeClaim {name} of an earlier MiniCluster is still being deleted; "
-                "create again once it is gone"
-            )
-        raise AlreadyExists(
-            f"PersistentVolumeClaim {name} already exists; delete it, or keep it and name it "
-            "in spec.leadState.claimName"
-        )
+__all__ = ["MiniClusters", "selector_text"]
 
 
 class MiniClusters(Waiting):

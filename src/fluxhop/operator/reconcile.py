@@ -38,8 +38,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.cluster.lead_volume import with_lead_volume
-from fluxhop.cluster.operations import MiniClusters, refuse_foreign_claims
+from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
+from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.status import Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS

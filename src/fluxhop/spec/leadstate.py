@@ -39,6 +39,7 @@ __all__ = [
     "LEAD_STATE_ANNOTATIONS",
     "LEAD_STATE_DIR",
     "LeadState",
+    "made_claim_name",
 ]
 
 DEFAULT_STATE_SIZE = "1Gi"
@@ -49,6 +50,11 @@ LEAD_STATE_ANNOTATIONS = "fluxhop.io/lead-state-"
 # How often rank 0's KVS is written to the volume when it changed (Flux's
 # kvs.checkpoint-period): what a lost node (no chance to save) may lose.
 DEFAULT_CHECKPOINT = 1
+
+
+def made_claim_name(minicluster: str) -> str:
+    """The claim fluxhop makes for MiniCluster ``minicluster``."""
+    return f"{minicluster}-lead-state"
 
 
 class LeadState(Model):
@@ -83,4 +89,4 @@ class LeadState(Model):
         """The claim rank 0 of MiniCluster ``minicluster`` mounts, None for an emptyDir."""
         if self.empty_dir:
             return None
-        return self.claim_name or f"{minicluster}-lead-state"
+        return self.claim_name or made_claim_name(minicluster)
