@@ -227,6 +227,11 @@ def extensions() -> dict[str, str]:
         "the controller that keeps the resource; another than `fluxhop.io/operator` "
         "(e.g. `kueue.x-k8s.io/multikueue`) and fluxhop operator leaves it alone; immutable"
     )
+    found["spec.suspend"] = (
+        "hold it: no pods until false (a running one stops); fluxhop operator sets it for a "
+        "resource with a Kueue queue until Kueue admits it, and again on an eviction "
+        "([queued resources](../guides/operator.md#a-queued-minicluster-is-a-kueue-workload))"
+    )
     found["spec.leadState.emptyDir"] = (
         "keep it in an emptyDir: it outlives rank 0's broker, not its pod"
     )

@@ -70,7 +70,15 @@ RESOURCES = {
         "trainer.kubeflow.org/v1alpha1",
         "TrainJob",
     ),
-    ("apis/kueue.x-k8s.io/v1beta1", "workloads"): ("kueue.x-k8s.io/v1beta1", "Workload"),
+    ("apis/kueue.x-k8s.io/v1beta2", "workloads"): ("kueue.x-k8s.io/v1beta2", "Workload"),
+    ("apis/kueue.x-k8s.io/v1beta2", "resourceflavors"): (
+        "kueue.x-k8s.io/v1beta2",
+        "ResourceFlavor",
+    ),
+    ("apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"): (
+        "kueue.x-k8s.io/v1beta2",
+        "WorkloadPriorityClass",
+    ),
     ("apis/kopf.dev/v1", "kopfpeerings"): ("kopf.dev/v1", "KopfPeering"),
     # NNF's, read by rabbit MiniClusters; served only with crds=NNF_KINDS, written by seed()
     ("apis/nnf.cray.hpe.com/v1alpha11", "nnfcontainerprofiles"): (
@@ -99,19 +107,24 @@ RESOURCES = {
         "MutatingAdmissionPolicy",
     ),
 }
-# Installed by default: JobSet, MiniCluster, TrainJob. Kueue's Workload is
-# served only with crds=... including it, and only written by tests acting as
-# Kueue (Kueue(...) below); its CRD is not in the conformance data, so the fake
-# serves it read-only to clients.
+# Installed by default: JobSet, MiniCluster, TrainJob. Kueue's kinds are served
+# only with crds=... including them (KUEUE_KINDS); tests acting as Kueue write
+# their decisions (tests/cluster/kueue.py), and fluxhop operator writes a queued
+# resource's Workload, checked against Kueue's CRD where tests/schemas.py finds it.
 NNF_KINDS = {"NnfContainerProfile", "NnfContainerData", "NnfAccess", "ClientMount", "Workflow"}
+KUEUE_KINDS = {"Workload", "ResourceFlavor", "WorkloadPriorityClass"}
 CRD_KINDS = {
-    "JobSet", "MiniCluster", "TrainJob", "Workload", "KopfPeering", "ClusterKopfPeering", *NNF_KINDS,
+    "JobSet", "MiniCluster", "TrainJob", "KopfPeering", "ClusterKopfPeering", *KUEUE_KINDS,
+    *NNF_KINDS,
 }  # fmt: skip
 DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 # Cluster-wide list/watch of a namespaced kind (/apis/G/V/PLURAL), and the
 # objects of a cluster-scoped kind (/apis/G/V/PLURAL/NAME): namespace "".
 CLUSTER_PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)/([^/]+)(?:/([^/]+))?$")
-CLUSTER_SCOPED = {"ClusterKopfPeering", "Node", "StorageClass", "MutatingAdmissionPolicy"}
+CLUSTER_SCOPED = {
+    "ClusterKopfPeering", "Node", "StorageClass", "MutatingAdmissionPolicy",
+    "ResourceFlavor", "WorkloadPriorityClass",
+}  # fmt: skip
 ALL_NAMESPACES = ""
 PATH = re.compile(
     r"^/(api/v1|apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+)(?:/([^/]+))?)?$"
@@ -623,6 +636,9 @@ class FakeAPIServer:
                         f'{kind.lower()}s "{name}" not found',
                         {"name": name, "kind": kind},
                     )
+                stale = self._stale(kind, name, existing, body)
+                if stale is not None:
+                    return stale
                 candidate = merge_patch(existing, body)
                 updated = [p for p in leaves(body) if lookup(existing, p) != lookup(candidate, p)]
             else:
@@ -745,6 +761,19 @@ class FakeAPIServer:
             self._put(kind, namespace, body, "ADDED")
             return httpx2.Response(201, json=copy.deepcopy(body))
 
+    @staticmethod
+    def _stale(kind: str, name: str, existing: dict[str, Any], body: Any) -> httpx2.Response | None:
+        """A patch that names a resourceVersion applies only to that version
+        (the API server's precondition): 409 if the object changed since."""
+        wanted = ((body or {}).get("metadata") or {}).get("resourceVersion")
+        if wanted is None or wanted == existing["metadata"].get("resourceVersion"):
+            return None
+        message = (
+            f'Operation cannot be fulfilled on {kind.lower()}s "{name}": the object has been '
+            "modified; please apply your changes to the latest version and try again"
+        )
+        return status(409, "Conflict", message)
+
     def _patch_status(
         self, kind: str, namespace: str, name: str, request: httpx2.Request
     ) -> httpx2.Response:
@@ -754,6 +783,9 @@ class FakeAPIServer:
             existing = self.store.get((kind, namespace, name))
             if existing is None:
                 return not_found(kind, name)
+            stale = self._stale(kind, name, existing, body)
+            if stale is not None:
+                return stale
             candidate = copy.deepcopy(existing)
             candidate["status"] = merge_patch(
                 existing.get("status") or {}, body.get("status") or {}

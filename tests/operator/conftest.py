@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.fakeapi import FakeAPIServer
+from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
 
 
 @pytest.fixture(autouse=True)
@@ -17,8 +17,10 @@ def forgetful_operator(monkeypatch):
 
 
 @pytest.fixture
-def fake():
-    server = FakeAPIServer()
+def fake(request):
+    """The fake API server; ``@pytest.mark.parametrize("fake", [KINDS],
+    indirect=True)`` serves those CRD kinds too (e.g. Kueue's)."""
+    server = FakeAPIServer(crds=DEFAULT_CRDS | set(getattr(request, "param", ())))
     server.flux_operator = False  # fluxhop's operator does the Flux Operator's work here
     yield server
     server.close()

@@ -15,6 +15,7 @@ from fluxhop.operator.autoscale_timer import autoscale
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, Reconciler
 from fluxhop.workload.autoscale import DRAIN_REASON
 from fluxhop.workload.status import running_lead
+from tests.cluster.fakeapi import KUEUE_KINDS
 from tests.cluster.kueue import Kueue
 from tests.cluster.rank0 import metrics
 from tests.operator.test_reconcile import current, events, resource, settle
@@ -146,11 +147,12 @@ def test_unreadable_metrics_stall_it_with_one_warning(fake, kube, rank0, up):
     ]
 
 
+@pytest.mark.parametrize("fake", [KUEUE_KINDS], indirect=True)
 def test_under_kueue_an_admitted_workload_is_not_resized(fake, kube, ops, rank0):
     queued = {"kueue.x-k8s.io/queue-name": "team-a"}
     kube.apply(resource(size=1, maxSize=4, autoscale={}, jobLabels=queued))
-    Reconciler(ops).reconcile(current(fake))  # its Job is queued: suspended
-    Kueue(fake).admit("Job", "demo")
+    Reconciler(ops).reconcile(current(fake))  # queued: held in its Workload
+    Kueue(fake).reserve("demo")
     settle(fake, Reconciler(ops))
     rank0.now = metrics(pending=4)
     look(fake, kube, rank0, 1000)

@@ -94,6 +94,7 @@ def test_the_crd_keeps_the_flux_operators_spec_and_subresources():
         "health",
         "leadState",
         "managedBy",
+        "suspend",
     }  # fluxhop's extensions, and only those
     assert set(spec(o)["properties"]) - set(spec(t)["properties"]) == added
     ours_only = {"properties", "x-kubernetes-validations"}  # managedBy's immutability

@@ -15,7 +15,6 @@ from fluxhop.errors import SpecError
 from fluxhop.operator.reconcile import RESOURCE_HASH, Reconciler
 from fluxhop.spec import MiniCluster
 from fluxhop.workload.status import job_state
-from tests.cluster.kueue import Kueue
 from tests.conformance import CONFORMANCE
 
 WRITES = ("APPLY", "PATCH", "POST", "DELETE", "CREATE", "UPDATE")
@@ -128,25 +127,6 @@ def test_size_changes_in_place_within_max_size_and_the_key_stays(fake, apply, re
     assert current(fake)["status"]["size"] == 3
     assert fake.get("Secret", "demo-flux-curve") == secret  # never rotated
     assert ("Normal", "Scaled") in events(fake)
-
-
-def test_a_size_change_kueue_would_restart_it_for_is_refused(fake, apply, reconciler, kube):
-    """Under Kueue, an admitted Job whose size changes is stopped and queued
-    again; the operator refuses the change as `fluxhop scale` does, in its words."""
-    queue = {"kueue.x-k8s.io/queue-name": "team-a"}
-    apply(resource(size=2, maxSize=4, jobLabels=queue))
-    reconciler.reconcile(current(fake))
-    assert fake.get("Job", "demo")["spec"]["suspend"] is True  # queued
-    Kueue(fake).admit("Job", "demo")
-    kube.merge_patch("MiniCluster", "demo", {"spec": {"size": 3}})
-    out = reconciler.reconcile(current(fake))
-    assert out.problem is not None and out.problem.reason == "ResizeRefused"
-    assert fake.get("Job", "demo")["spec"]["parallelism"] == 2
-    refused = next(c for c in current(fake)["status"]["conditions"] if c["type"] == "SpecApplied")
-    assert refused["status"] == "False"
-    assert refused["message"].startswith("MiniCluster demo was admitted by Kueue queue team-a")
-    reconciler.reconcile(current(fake))
-    assert events(fake).count(("Warning", "ResizeRefused")) == 1  # reported once
 
 
 def test_kubectl_scale_goes_through_the_scale_subresource(fake, apply, reconciler):
@@ -337,3 +317,15 @@ def test_operator_examples_reconcile_or_say_why(fake, apply, reconciler, path):
     else:
         assert "\n" not in out.problem.message
     assert cr["status"]["conditions"]
+
+
+def test_a_queued_resource_without_kueue_installed_says_so_and_makes_nothing(
+    fake, apply, reconciler
+):
+    doc = resource()
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    apply(doc)
+    out = reconciler.reconcile(current(fake))
+    assert out.problem is not None and out.problem.condition == "Failed"
+    assert "install Kueue" in out.problem.message
+    assert [o["kind"] for o in fake.objects() if o["kind"] not in ("MiniCluster", "Event")] == []

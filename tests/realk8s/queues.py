@@ -25,14 +25,17 @@ def _active(admin: Api, cq: str) -> bool:
 
 
 @contextmanager
-def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
+def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str], *,
+                flavor: str = FLAVOR, nodes: dict[str, Any] | None = None,
                 **spec: Any) -> Iterator[str]:  # fmt: skip
     """LocalQueue ``name`` in ``namespace`` with ``quota`` (resource -> nominal
-    quota, each a covered resource of the flavor); ``spec`` adds to the
+    quota, each a covered resource of ResourceFlavor ``flavor``, whose spec
+    is ``nodes``: nodeLabels, tolerations); ``spec`` adds to the
     ClusterQueue's spec (preemption, ...)."""
     cq = f"{name}-{namespace}"
-    admin.apply(f"{KUEUE}/resourceflavors/{FLAVOR}", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR},
+    admin.apply(f"{KUEUE}/resourceflavors/{flavor}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor},
+        **({"spec": nodes} if nodes else {}),
     }, "test")  # fmt: skip
     resources = [{"name": resource, "nominalQuota": value} for resource, value in quota.items()]
     admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
@@ -40,7 +43,7 @@ def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
         "spec": {
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
             "resourceGroups": [{"coveredResources": list(quota),
-                                "flavors": [{"name": FLAVOR, "resources": resources}]}],
+                                "flavors": [{"name": flavor, "resources": resources}]}],
             **spec,
         },
     }, "test")  # fmt: skip
@@ -54,8 +57,10 @@ def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
     finally:
         # the queued Jobs at once (one request: a Job its owner's deletion
         # takes first is no 404); the namespace's others stay
-        admin.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs",
-                     {"propagationPolicy": "Background"}, labelSelector=QUEUE_LABEL)  # fmt: skip
+        for queued in ("/apis/batch/v1/namespaces/{}/jobs",
+                       "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"):  # fmt: skip
+            admin.delete(queued.format(namespace), {"propagationPolicy": "Background"},
+                         labelSelector=QUEUE_LABEL)  # fmt: skip
         eventually("its Workloads gone", lambda: not workloads_of(admin, namespace))
         admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}")
         admin.delete(f"{KUEUE}/clusterqueues/{cq}")
@@ -67,8 +72,9 @@ def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str],
 
 
 def workloads_of(admin: Api, namespace: str, job: str | None = None) -> list[dict[str, Any]]:
-    """Kueue's Workloads in ``namespace`` (those of Job ``job`` only, if named)."""
+    """Kueue's Workloads in ``namespace`` (those of Job or MiniCluster
+    resource ``job`` only, if named)."""
     found = admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
     return [w for w in found if job is None or any(
-        owner["kind"] == "Job" and owner["name"] == job
+        owner["kind"] in ("Job", "MiniCluster") and owner["name"] == job
         for owner in w["metadata"].get("ownerReferences") or [])]  # fmt: skip

@@ -212,8 +212,9 @@ def test_the_mpi_hello_example_runs_alike_under_both(both: dict[str, Session], f
 
 
 def test_the_queue_label_as_written_queues_here_and_is_ignored_there(both: dict[str, Session]):
-    """The example as written: fluxhop's Job carries the queue label, and
-    Kueue admits its four brokers at once (one Workload, one pod set of 4);
+    """The example as written: the resource is the Kueue workload under
+    fluxhop (its Workload, owned by it, one pod set of 4; its Job carries no
+    queue label), and Kueue admits its four brokers at once;
     the Flux Operator copies no MiniCluster label to its Job, so Kueue never
     sees it: no Workload, and it runs outside the queue's quota. Both end
     Succeeded, the job saying the host name of one of its pods."""
@@ -223,21 +224,31 @@ def test_the_queue_label_as_written_queues_here_and_is_ignored_there(both: dict[
         assert case.outcome is not None, (operator, case)
         said = case.outcome.rank0_log.split()[-1:]  # hostname, on whichever broker Flux chose
         assert said and re.fullmatch(r"queued-[0-3]", said[0]), (operator, case.outcome)
-    assert ours.job_labels.get(QUEUE_LABEL) == "team-a" and ours.admitted(), ours
+    assert QUEUE_LABEL not in ours.job_labels and ours.admitted(), ours
     (workload,) = ours.workloads
     assert [p["count"] for p in workload["spec"]["podSets"]] == [4], workload["spec"]
+    assert [o["kind"] for o in workload["metadata"]["ownerReferences"]] == ["MiniCluster"]
     assert QUEUE_LABEL not in theirs.job_labels and theirs.workloads == [], theirs
+
+
+def _queued_alike(both: dict[str, Session], name: str) -> None:
+    """Queued under both: the Flux Operator's Job by its label (Kueue's
+    webhook suspends it as it is created), fluxhop's resource as itself."""
+    for operator, session in both.items():
+        case = session.queued[name]
+        assert case.ended == "Succeeded", (operator, case)
+        labelled = case.job_labels.get(QUEUE_LABEL) == "team-a"
+        assert labelled is (operator == "flux-operator"), (operator, case.job_labels)
+        assert case.admitted(), (operator, case.workloads)
+        owners = {o["kind"] for w in case.workloads for o in w["metadata"]["ownerReferences"]}
+        assert owners == {"Job" if labelled else "MiniCluster"}, (operator, owners)
 
 
 def test_the_queue_label_in_job_labels_queues_under_both(both: dict[str, Session]):
     """``spec.jobLabels`` is the Flux Operator's way to label its Job: with
-    the queue label there, Kueue's webhook suspends the Flux Operator's Job
-    as it is created and admits it with the quota, as it does fluxhop's."""
-    for operator, session in both.items():
-        case = session.queued["job-labels"]
-        assert case.ended == "Succeeded", (operator, case)
-        assert case.job_labels.get(QUEUE_LABEL) == "team-a", (operator, case.job_labels)
-        assert case.admitted(), (operator, case.workloads)
+    the queue label there, Kueue queues the Flux Operator's Job, and fluxhop
+    queues the resource, its Job unlabelled."""
+    _queued_alike(both, "job-labels")
 
 
 def test_a_short_quota_holds_it_here_and_not_there(both: dict[str, Session]):
@@ -254,9 +265,6 @@ def test_a_short_quota_holds_it_here_and_not_there(both: dict[str, Session]):
 
 def test_fluxhop_render_for_the_flux_operator_is_queued_there(both: dict[str, Session]):
     """``--target minicluster`` writes the queue label into spec.jobLabels:
-    the Flux Operator's Job carries it, and Kueue admits it with the quota."""
-    for operator, session in both.items():
-        case = session.queued["rendered"]
-        assert case.ended == "Succeeded", (operator, case)
-        assert case.job_labels.get(QUEUE_LABEL) == "team-a", (operator, case.job_labels)
-        assert case.admitted(), (operator, case.workloads)
+    the Flux Operator's Job carries it, and Kueue admits it with the quota;
+    fluxhop queues the resource."""
+    _queued_alike(both, "rendered")

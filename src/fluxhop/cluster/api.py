@@ -345,9 +345,15 @@ class Kube:
         )
         return result.to_dict()  # type: ignore[no-any-return]
 
-    def patch_status(self, kind_name: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        """A merge patch of the status subresource."""
+    def patch_status(
+        self, kind_name: str, name: str, status: dict[str, Any], *, version: str | None = None
+    ) -> dict[str, Any]:
+        """A merge patch of the status subresource; with ``version`` (a
+        resourceVersion) refused with a conflict if the object changed since."""
         what = kind(kind_name)
+        body: dict[str, Any] = {"status": status}
+        if version is not None:
+            body["metadata"] = {"resourceVersion": version}
         result = self._call(
             "patch",
             what,
@@ -355,7 +361,7 @@ class Kube:
             lambda: self.client.patch(
                 what.resource.Status,
                 name,
-                {"status": status},
+                body,
                 namespace=self.namespace,
                 patch_type=PatchType.MERGE,
             ),

@@ -55,7 +55,16 @@ KINDS: dict[str, Kind] = {
         Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
         Kind("flux-framework.org/v1alpha2", "MiniCluster", "miniclusters"),
         Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
-        Kind("kueue.x-k8s.io/v1beta1", "Workload", "workloads"),  # read only
+        # Kueue's: a queued MiniCluster resource's Workload (operator/kueue.py), and
+        # what its admission names
+        Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads"),
+        Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", namespaced=False),
+        Kind(
+            "kueue.x-k8s.io/v1beta2",
+            "WorkloadPriorityClass",
+            "workloadpriorityclasses",
+            namespaced=False,
+        ),
         # DWS's and NNF's, read for rabbit MiniClusters (fluxhop.rabbit)
         Kind("dataworkflowservices.github.io/v1alpha7", "Workflow", "workflows"),
         Kind("dataworkflowservices.github.io/v1alpha7", "ClientMount", "clientmounts"),

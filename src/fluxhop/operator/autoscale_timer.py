@@ -26,6 +26,7 @@ from fluxhop.cluster.autoscale_actions import act, exec_metrics, state_of, state
 from fluxhop.cluster.inside import PodInside
 from fluxhop.cluster.scrape import scrape_json
 from fluxhop.errors import FluxhopError, InputError, InstanceError, SpecError
+from fluxhop.operator.kueue import held_size_problem
 from fluxhop.operator.reconcile import AUTOSCALE_STATUS, operated, post_event, spec_of
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
@@ -132,7 +133,8 @@ class Operated:
 
     def resize(self, size: int) -> None:
         job = self.kube.get("Job", self.spec.name)
-        problem = Root(Target.JOB, job).resize_problem() if job else None
+        problem = (Root(Target.JOB, job).resize_problem() or held_size_problem(self.spec, job)
+                   if job else None)  # fmt: skip
         if problem is not None:  # Kueue: as fluxhop scale and the reconcile refuse it
             raise InputError(f"cannot resize to {size}: {problem}")
         patched = self.kube.merge_patch("MiniCluster", self.spec.name, {"spec": {"size": size}})

@@ -233,6 +233,7 @@ def on_pod(
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={MINICLUSTER_LABEL: kopf.PRESENT})
+@kopf.on.event("kueue.x-k8s.io", "v1beta2", "workloads", labels={MINICLUSTER_LABEL: kopf.PRESENT})
 def on_job(
     body: Any,
     namespace: str,
@@ -240,14 +241,18 @@ def on_job(
     miniclusters: Any = None,
     fluxhop_jobs: Any = None,
     fluxhop_pods: Any = None,
+    resource: Any = None,
     **_: Any,
 ) -> None:
     """A MiniCluster's Job changed (it finished, or someone deleted it): the
-    same, and a deleted Job is made again."""
+    same, and a deleted Job is made again. So for a queued one's Workload,
+    on which Kueue decides (admits it, evicts it); where Kueue is not
+    installed kopf serves no Workloads."""
     if type is None:
         return  # the listing at start: the resource's own resume handler reconciles it
     name = body["metadata"]["labels"][MINICLUSTER_LABEL]
-    _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=True)
+    job_event = resource is None or resource.plural == "jobs"
+    _follow(namespace, name, miniclusters, fluxhop_jobs, fluxhop_pods, job_event=job_event)
 
 
 def _follow(

@@ -41,7 +41,15 @@ from fluxhop.cluster.api import Kube
 from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
-from fluxhop.operator.status import Problem, resource_status
+from fluxhop.operator.kueue import (
+    Follow,
+    held_size_problem,
+    queued,
+    resize_workload,
+    strip_queue,
+    workload_for,
+)
+from fluxhop.operator.status import Admission, Problem, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import FLUXHOP_OPERATOR, Metadata, MiniCluster
@@ -94,6 +102,7 @@ def resource_hash(spec: MiniCluster) -> str:
     (which may render differently) does not make every running MiniCluster
     look changed. Secret fields take part only as the model masks them."""
     doc = spec.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    doc.get("spec", {}).pop("suspend", None)  # holding it is no change of what it is
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -242,6 +251,7 @@ class Outcome:
     status: dict[str, Any] | None = None  # the resource's status as it now is
     annotations: dict[str, str] = field(default_factory=dict)  # the marks it wrote
     version: str = ""  # the resource's resourceVersion after its last write
+    admission: Admission | None = None  # Kueue's answer, for a queued resource
 
 
 class Reconciler:
@@ -289,6 +299,8 @@ class Reconciler:
                     self.event(cr, "Warning", "SpecWarning", clipped("; ".join(said)), out)
             else:
                 job = self._update(cr, spec, job, out)
+            if job is not None and queued(cr, spec):
+                job, out.admission = self._follow(cr, spec, out).step(job)
         except FluxhopError as err:
             out.problem = Problem("Failed", "ApplyFailed", str(err))
         pods: list[dict[str, Any]] = []
@@ -298,6 +310,12 @@ class Reconciler:
             pods = self.kube.list("Pod", labels={"batch.kubernetes.io/job-name": name})
         self._report(cr, job, pods, spec.spec.max_nodes, out)
         return out
+
+    def _follow(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> Follow:
+        def event(kind: str, reason: str, message: str) -> None:
+            self.event(cr, kind, reason, clipped(message), out)
+
+        return Follow(self.kube, cr, spec, out.writes, event)
 
     def _marks(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> None:
         """Record on the resource what the CLI needs to find its pods (once)."""
@@ -338,6 +356,9 @@ class Reconciler:
         root["metadata"]["annotations"][RESOURCE_HASH] = resource_hash(spec)
         root["metadata"]["annotations"][CHILDREN] = "first"
         root["metadata"]["ownerReferences"] = [owner_reference(cr)]
+        if queued(cr, spec):  # the Workload first: a bad priority class makes nothing
+            strip_queue(root)
+            workload_for(self.kube, cr, spec, root["spec"]["template"])
         refuse_foreign_claims(self.kube, objects[:-1], cr["metadata"].get("uid"))
         self._children(cr, objects[:-1], out, missing_only=False)
         try:
@@ -371,10 +392,13 @@ class Reconciler:
             children = prepare(operated(spec, self.operator_namespace), Target.JOB,
                                cluster_domain=self.cluster_domain)[:-1]  # fmt: skip
             self._children(job, children, out, missing_only=True)
+        if not queued(cr, spec) and bool(job["spec"].get("suspend")) != spec.spec.suspend:
+            job = self.kube.merge_patch("Job", spec.name, {"spec": {"suspend": spec.spec.suspend}})
+            out.writes.append("patch Job suspend")
+            held = "held (spec.suspend)" if spec.spec.suspend else "resumed"
+            self.event(cr, "Normal", "Suspended" if spec.spec.suspend else "Resumed", held, out)
         if job["spec"].get("parallelism") != spec.spec.size:
-            problem = Root(Target.JOB, job).resize_problem() or ended_resize_problem(
-                spec.name, self._ended(cr, job)
-            )
+            problem = self._resize_problem(cr, spec, job)
             if problem is not None:
                 out.problem = Problem("SpecApplied", "ResizeRefused", problem)
                 return job
@@ -386,6 +410,17 @@ class Reconciler:
             out.writes.append("patch Job size")
             self.event(cr, "Normal", "Scaled", f"scaled to {spec.spec.size} brokers", out)
         return job
+
+    def _resize_problem(
+        self, cr: dict[str, Any], spec: MiniCluster, job: dict[str, Any]
+    ) -> str | None:
+        """Why the Job may not change size: Kueue's rule for a queued Job, or
+        the resource's own (admitted: its Workload holds the quota of the
+        size it had); or the Job has ended."""
+        problem = Root(Target.JOB, job).resize_problem()
+        if problem is None and queued(cr, spec):
+            problem = held_size_problem(spec, job) or resize_workload(self.kube, cr, spec.spec.size)
+        return problem or ended_resize_problem(spec.name, self._ended(cr, job))
 
     def _ended(self, cr: dict[str, Any], job: dict[str, Any]) -> str | None:
         """Succeeded or Failed once the Job has ended, or once the resource
@@ -447,7 +482,8 @@ class Reconciler:
         # the conditions' transition times come from the last status written,
         # not from a copy that lags behind it (else a new second is a change)
         known = {**cr, "status": last}
-        status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem)
+        status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem,
+                                 admission=out.admission)  # fmt: skip
         out.status = status
         # status.autoscale and status.health are the timers' (operator/
         # autoscale_timer.py, health_watch.py): the merge patch below leaves them

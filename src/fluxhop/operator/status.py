@@ -3,7 +3,8 @@ the Flux Operator's own status fields (size, maximumSize, selector, jobid)
 so tooling written for it keeps working, and what it never said - conditions
 Ready (every broker pod running), Running (rank 0's command started),
 Succeeded / Failed with the job's exit code and a one-line reason, the
-brokers up, observedGeneration."""
+brokers up, observedGeneration; and for a queued one, Admitted (Kueue's
+reason and message: waiting for quota, preempted...)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fluxhop.render.targets import Target
 from fluxhop.workload import Root
 from fluxhop.workload.status import completion_index, started, status_of
 
-__all__ = ["Problem", "resource_status"]
+__all__ = ["Admission", "Problem", "resource_status"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,16 @@ class Problem:
     """Why the resource cannot be (fully) reconciled: a condition and a line."""
 
     condition: str  # Failed (bad spec) or SpecApplied (a change it cannot take)
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Kueue's answer for a queued resource: admitted or not, with Kueue's
+    reason and message (operator/kueue.py reads it)."""
+
+    admitted: bool
     reason: str
     message: str
 
@@ -57,6 +68,7 @@ def resource_status(
     max_size: int,
     now: str,
     problem: Problem | None = None,
+    admission: Admission | None = None,
 ) -> dict[str, Any]:
     """The status of MiniCluster resource ``cr`` (``now``: RFC 3339)."""
     name = cr["metadata"]["name"]
@@ -113,6 +125,18 @@ def resource_status(
         ),
         _condition("Failed", failed, failed_reason, failed_message, generation, previous, now),
     ]
+    if admission is not None:  # a queued resource: Kueue's answer, in its words
+        conditions.append(
+            _condition(
+                "Admitted",
+                admission.admitted,
+                admission.reason or "Pending",
+                admission.message,
+                generation,
+                previous,
+                now,
+            )
+        )
     if problem is not None and problem.condition == "SpecApplied":
         conditions.append(
             _condition(

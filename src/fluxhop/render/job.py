@@ -16,9 +16,10 @@ STOPPED_BY_TERM = 143  # the entrypoint's status when the kubelet stopped it (12
 
 
 def suspended(spec: MiniCluster) -> dict[str, Any]:
-    """``suspend: true`` for a queued MiniCluster: Kueue admits a workload by
-    unsuspending it, all pods at once (the Job's parallelism is one pod set)."""
-    return {"suspend": True} if queue_of(spec) else {}
+    """``suspend: true`` for a queued MiniCluster (Kueue admits a workload by
+    unsuspending it, all pods at once: the Job's parallelism is one pod set)
+    and for one held by spec.suspend."""
+    return {"suspend": True} if spec.spec.suspend or queue_of(spec) else {}
 
 
 def _failure_rules(spec: MiniCluster) -> list[dict[str, Any]]:

@@ -125,6 +125,9 @@ class MiniClusterSpec(Model):
     # (unset or fluxhop.io/operator: fluxhop operator; another, e.g. Kueue's
     # MultiKueue, and fluxhop operator leaves it alone). Immutable (the CRD).
     managed_by: ManagedBy | None = None
+    # a fluxhop extension, Kueue's convention for a job: held, no pods, until
+    # false. fluxhop operator sets it for a queued resource until Kueue admits it.
+    suspend: bool = False
     containers: list[Container] = Field(min_length=1)
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "services": "fluxhop does not create a services pod; use sidecar containers" + OPERATOR,
