@@ -22,7 +22,8 @@ from tests.cluster.fixtures import write_kubeconfig
 
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
-from fluxhop.operator.reconcile import FIELD_MANAGER, Reconciler
+from fluxhop.operator.reconcile import Reconciler
+from fluxhop.operator.resource import FIELD_MANAGER
 
 WRITES = ("APPLY", "PATCH", "POST", "DELETE")
 

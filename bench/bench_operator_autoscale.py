@@ -60,7 +60,7 @@ from bench_autoscale import cli
 from fluxhop.cluster import inside as cluster_inside
 from fluxhop.cluster.api import Kube
 from fluxhop.operator import autoscale_timer, handlers
-from fluxhop.operator.reconcile import FIELD_MANAGER
+from fluxhop.operator.resource import FIELD_MANAGER
 
 NAME = "grow"
 LOG = "/tmp/fluxhop-bench-operator.log"  # the operator's log, for when a run stalls

@@ -976,13 +976,21 @@ class FakeAPIServer:
                     "ContainerCreating",
                 )
         follow = params.get("follow") == "true"
-        stream = self._log_stream(namespace, name, follow, params.get("timestamps") == "true")
+        tail = int(params["tailLines"]) if "tailLines" in params else None
+        stream = self._log_stream(namespace, name, follow, params.get("timestamps") == "true",
+                                  tail=tail)  # fmt: skip
         return httpx2.Response(200, headers={"content-type": "text/plain"}, content=stream)
 
     def _log_stream(
-        self, namespace: str, name: str, follow: bool, timestamps: bool = False
+        self,
+        namespace: str,
+        name: str,
+        follow: bool,
+        timestamps: bool = False,
+        tail: int | None = None,
     ) -> Iterator[bytes]:
-        offset = 0
+        with self.lock:  # tailLines: the last lines written so far, then what follows
+            offset = 0 if tail is None else max(0, len(self.logs.get((namespace, name), [])) - tail)
         while True:
             with self.changed:
                 lines = self.logs.get((namespace, name), [])

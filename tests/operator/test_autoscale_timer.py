@@ -12,7 +12,8 @@ import json
 import pytest
 
 from fluxhop.operator.autoscale_timer import autoscale
-from fluxhop.operator.reconcile import AUTOSCALE_STATUS, Reconciler
+from fluxhop.operator.reconcile import Reconciler
+from fluxhop.operator.resource import AUTOSCALE_STATUS
 from fluxhop.workload.autoscale import DRAIN_REASON
 from fluxhop.workload.status import running_lead
 from tests.cluster.fakeapi import KUEUE_KINDS

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fluxhop.operator import cache, handlers, reconcile
-from fluxhop.operator.reconcile import OPERATED, Seen
+from fluxhop.operator.cache import Seen
+from fluxhop.workload.marks import OPERATED
 from tests.operator.test_handlers import connected  # noqa: F401 - a fixture
 from tests.operator.test_reconcile import conditions, resource
 

@@ -197,3 +197,21 @@ def test_autoscaling_is_allowed_by_the_role(fake, kube, ops):
                       lead=lambda p=pods: running_lead(p), scrape=lambda pod, port: next(answers))  # fmt: skip
     assert fake.refused == []
     assert DRAIN_REASON in ran[0] and fake.get("MiniCluster", "demo")["spec"]["size"] == 1
+
+
+def test_the_multikueue_rbac_is_admissible_and_binds_what_it_names():
+    """deploy/multikueue-*.yaml (applied apart, on a MultiKueue manager and
+    its workers): valid, each role bound to the account the guide names;
+    tests/realk8s/test_multikueue.py runs MultiKueue under exactly these."""
+    for name, account in (("multikueue-manager.yaml", "kueue-controller-manager"),
+                          ("multikueue-worker.yaml", "fluxhop-multikueue")):  # fmt: skip
+        docs = list(yaml.safe_load_all((DEPLOY / name).read_text()))
+        for doc in docs:
+            validate(doc)
+        (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
+        (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account, "namespace": "kueue-system"}
+        ]
+        assert name not in (DEPLOY / "kustomization.yaml").read_text()  # apart from -k deploy/

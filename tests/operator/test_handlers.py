@@ -8,7 +8,7 @@ import pytest
 from fluxhop.cluster.api import Kube
 from fluxhop.operator import handlers
 from fluxhop.operator.autoscale_timer import Tick
-from fluxhop.operator.reconcile import FIELD_MANAGER
+from fluxhop.operator.resource import FIELD_MANAGER
 from tests.operator.test_reconcile import conditions, resource
 
 

@@ -102,6 +102,8 @@ def test_admitted_it_runs_on_the_flavors_nodes(fake, queued, reconciler):
 
 
 def test_an_admission_check_that_sets_a_label_twice_is_not_started(fake, queued, reconciler):
+    """As Kueue ends a job it cannot start: the Workload Finished
+    (FailedToStart), the Job held, the resource says why - and stays so."""
     queued()
     reconciler.reconcile(current(fake))
     clash = [{"name": "a", "state": "Ready", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z",
@@ -109,13 +111,18 @@ def test_an_admission_check_that_sets_a_label_twice_is_not_started(fake, queued,
         {"name": "brokers", "nodeSelector": {"cloud.example.com/pool": "cpu"}}]}]  # fmt: skip
     Kueue(fake).reserve("demo", flavor="gpus", checks=clash)
     reconciler.reconcile(current(fake))
-    assert fake.get("Job", "demo")["spec"]["suspend"] is True
     finished = {c["type"]: c for c in Kueue(fake).workload("demo")["status"]["conditions"]}
-    assert finished["Finished"]["reason"] == "Failed"
+    assert finished["Finished"]["reason"] == "FailedToStart"
     assert (
         "admission check a sets nodeSelector cloud.example.com/pool"
         in (finished["Finished"]["message"])
     )
+    for _ in range(2):  # and again: nothing more written, never started
+        out = reconciler.reconcile(current(fake))
+        assert "finish Workload" not in out.writes and "start Job" not in out.writes, out.writes
+    assert fake.get("Job", "demo")["spec"]["suspend"] is True
+    said = admission(current(fake))
+    assert (said["status"], said["reason"]) == ("False", "FailedToStart")
 
 
 def test_evicted_it_stops_is_put_back_and_gives_back_the_quota(fake, queued, reconciler):

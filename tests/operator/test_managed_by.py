@@ -1,13 +1,16 @@
 """A MiniCluster resource whose spec.managedBy names another controller is
 left alone by fluxhop operator: no Job, no status, no event, valid or not;
+but for its Kueue Workload, where it has a queue;
 tests/realk8s/test_operator_managed_by.py has the CRD refuse a change of it."""
 
 from __future__ import annotations
 
 import pytest
 
-from fluxhop.operator.handlers import _selected
+from fluxhop.operator.handlers import _queued_elsewhere, _selected
 from fluxhop.operator.reconcile import Reconciler
+from tests.cluster.fakeapi import KUEUE_KINDS
+from tests.cluster.kueue import Kueue
 from tests.operator.test_reconcile import current, events, resource
 
 
@@ -49,3 +52,48 @@ def test_the_handlers_never_select_it():
     ours = resource()
     theirs = resource(managedBy="kueue.x-k8s.io/multikueue")
     assert _selected({}, ours) and not _selected({}, theirs)
+
+
+@pytest.mark.parametrize("fake", [KUEUE_KINDS], indirect=True)
+def test_a_queued_one_gets_its_workload_and_nothing_else(fake, apply, reconciler: Reconciler):
+    """On a MultiKueue manager: the Workload MultiKueue dispatches, owned by
+    the resource; no Job, no status, no event, no mark on the resource."""
+    doc = resource(managedBy="kueue.x-k8s.io/multikueue")
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    apply(doc)
+    before = current(fake)
+    out = reconciler.reconcile(before)
+    assert out.writes == ["create Workload"] and out.problem is None
+    (workload,) = fake.objects(kinds=("Workload",))
+    assert workload["metadata"]["ownerReferences"][0]["uid"] == before["metadata"]["uid"]
+    assert workload["spec"]["podSets"][0]["count"] == 2
+    assert fake.get("Job", "demo") is None and events(fake) == []
+    assert current(fake) == before  # not a byte written on it
+    assert reconciler.reconcile(current(fake)).writes == []  # made once
+
+
+def test_only_a_queued_one_is_selected_for_its_workload():
+    theirs = resource(managedBy="kueue.x-k8s.io/multikueue")
+    queued = resource(
+        managedBy="kueue.x-k8s.io/multikueue", jobLabels={"kueue.x-k8s.io/queue-name": "q"}
+    )
+    assert not _queued_elsewhere({}, theirs) and _queued_elsewhere({}, queued)
+    assert not _queued_elsewhere({}, resource(jobLabels={"kueue.x-k8s.io/queue-name": "q"}))
+    assert not _selected({}, queued)  # never the create and update handlers: kopf would mark it
+
+
+@pytest.mark.parametrize("fake", [KUEUE_KINDS], indirect=True)
+def test_its_evicted_workload_gets_its_quota_back(fake, apply, reconciler: Reconciler):
+    """A worker evicted its copy (or was lost): the manager's Workload is
+    evicted too, and only a job controller gives its quota back."""
+    doc = resource(managedBy="kueue.x-k8s.io/multikueue")
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    apply(doc)
+    reconciler.reconcile(current(fake))
+    Kueue(fake).reserve("demo")
+    assert reconciler.reconcile(current(fake)).writes == []  # admitted: nothing to do
+    Kueue(fake).evict("demo", reason="AdmissionCheck", message="the worker evicted it")
+    assert reconciler.reconcile(current(fake)).writes == ["release Workload quota"]
+    said = {c["type"]: c for c in Kueue(fake).workload("demo")["status"]["conditions"]}
+    assert said["QuotaReserved"]["status"] == "False"
+    assert reconciler.reconcile(current(fake)).writes == []

@@ -329,3 +329,26 @@ def test_a_queued_resource_without_kueue_installed_says_so_and_makes_nothing(
     assert out.problem is not None and out.problem.condition == "Failed"
     assert "install Kueue" in out.problem.message
     assert [o["kind"] for o in fake.objects() if o["kind"] not in ("MiniCluster", "Event")] == []
+
+
+def test_the_end_of_rank_0s_log_is_on_the_status_once_it_ended(fake, apply, reconciler):
+    """status.output: what a manager cluster that has no pods can show of a
+    dispatched MiniCluster (its last 50 lines, at most 4 KiB), read once."""
+    fake.runner = lambda pod, index: (
+        ([f"line {n}\n" for n in range(80)], 3) if index == 0 else ([], 0)
+    )
+    apply(resource(interactive=False, containers=[{"image": "ubuntu:noble", "command": "seq 80"}]))
+    settle(fake, reconciler)
+    output = current(fake)["status"]["output"]
+    assert output.splitlines() == [f"line {n}" for n in range(30, 80)]
+    before = len(fake.requests)
+    reconciler.reconcile(current(fake))
+    assert not [r for r in fake.requests[before:] if r.path.endswith("/log")]  # read once
+
+
+def test_the_output_keeps_whole_lines_within_4_kib():
+    from fluxhop.operator.status import output_tail
+
+    kept = output_tail([f"{n:04d}" + "x" * 995 + "\n" for n in range(10)])  # 1000-byte lines
+    assert len(kept.encode()) <= 4096 and kept.splitlines()[0].startswith("0006")
+    assert output_tail([]) == ""

@@ -35,9 +35,13 @@ def _processes(markers: list[str]) -> list[str]:
     return found
 
 
-def leftovers(workdir: Path, bin_dir: Path) -> list[str]:
+def leftovers(workdir: Path, bin_dir: Path | None) -> list[str]:
     """Processes of the cluster's binaries, its kubelets or their pods, pod
-    network namespaces and links, mounts and directories of its own."""
+    network namespaces and links, mounts and directories of its own. Without
+    ``bin_dir`` (a control plane beside the test cluster): its processes,
+    which name its directory, and the directory."""
+    if bin_dir is None:
+        return _processes([f"{workdir}/"]) + ([f"directory {workdir}"] if workdir.exists() else [])
     markers = [str(bin_dir), "tests.realk8s.kubelet", "realk8s/kubelet/sandbox.py", str(RUN_DIR)]
     found = _processes(markers)
     found += [f"netns {name}" for name in netns_names() if name.startswith(NETNS_PREFIX)]
@@ -64,11 +68,13 @@ def remove_created(workdir: Path) -> list[str]:
     return sorted(p for p in paths if os.path.lexists(p))
 
 
-def sweep(workdir: Path) -> list[str]:
-    """Remove what a killed run left; returns what it found."""
+def sweep(workdir: Path, *, pod_network: bool = True) -> list[str]:
+    """Remove what a killed run left; returns what it found (the pods and
+    their network only where ``pod_network``: the test cluster's)."""
     ours = ("realk8s", str(RUN_DIR))  # the binaries' cache and the kubelets' paths say so
     left = [f"process {pid}" for pid in kill_recorded(workdir / "pids", ours)]
-    left += delete_everything()
+    if pod_network:
+        left += delete_everything()
     left += [f"path {p}" for p in remove_created(workdir)]
     if workdir.exists():
         left.append(f"directory {workdir}")

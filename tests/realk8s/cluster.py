@@ -23,6 +23,7 @@ only one test cluster runs on a machine at a time (they share the bridge).
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import glob
 import json
@@ -128,7 +129,12 @@ class LocalCluster:
         *,
         audited: tuple[str, ...] = (),
         api_qps: int | None = None,
+        name: str = "cluster",
     ) -> None:
+        """``name`` other than "cluster": a control plane only (etcd, the API
+        server, the controller manager: no nodes, scheduler, pod network or
+        DNS), beside the test cluster and apart from it (its own directory
+        and lock), e.g. a Kueue MultiKueue manager's."""
         self.bin = bin_dir
         self.audited = audited  # groups whose requests the API server logs (audit_log)
         # the controller manager's and the scheduler's client rate (None: Kubernetes' defaults)
@@ -136,7 +142,11 @@ class LocalCluster:
         self.node_specs = nodes
         self.flux_prefix = flux_prefix
         self.processes: dict[str, Process] = {}
-        self.workdir = RUN_DIR / "cluster"
+        self.name = name
+        self.full = name == "cluster"  # the test cluster: nodes, pods, the machine's pod network
+        if not self.full and nodes:
+            raise ClusterError(f"cluster {name} is a control plane only: it has no nodes")
+        self.workdir = RUN_DIR / name
         self.lock_file: Any = None
         self.created_left: list[
             str
@@ -180,6 +190,21 @@ class LocalCluster:
         path.write_text(yaml.safe_dump(config))
         path.chmod(0o600)
         return path
+
+    def kubeconfig_text(self, name: str, token: str) -> str:
+        """A kubeconfig with everything in it (the CA inline, a token): what
+        Kueue's MultiKueue takes from a Secret, which refuses file paths."""
+        ca = base64.b64encode(self.ca.cert.read_bytes()).decode()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": self.name, "cluster": {"server": self.server,
+                                                         "certificate-authority-data": ca}}],
+            "users": [{"name": name, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {"cluster": self.name, "user": name}}],
+            "current-context": name,
+        }  # fmt: skip
+        return yaml.safe_dump(config)
 
     def credentials(self, pair: KeyPair | None = None, token: str | None = None) -> Credentials:
         pair = pair or self.admin_pair
@@ -347,13 +372,14 @@ class LocalCluster:
     def start(self) -> LocalCluster:
         self.started = time.monotonic()
         RUN_DIR.mkdir(exist_ok=True)
-        self.lock_file = open(LOCK, "w")  # noqa: SIM115 (held for the cluster's life)
+        lock = LOCK if self.full else LOCK.with_name(f"{LOCK.stem}-{self.name}.lock")
+        self.lock_file = open(lock, "w")  # noqa: SIM115 (held for the cluster's life)
         try:
             fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.lock_file.close()
             self.lock_file = None
-            raise ClusterError("another test cluster is running on this machine") from None
+            raise ClusterError(f"another test {self.name} is running on this machine") from None
         self.sweep()
         try:
             self._start()
@@ -365,7 +391,8 @@ class LocalCluster:
     def _start(self) -> None:
         self.workdir.mkdir(parents=True)
         self.workdir.chmod(0o755)
-        create_bridge()
+        if self.full:
+            create_bridge()
         self.ca = CA(self.workdir / "pki")
         self.api_port = free_port()
         self.server = f"https://127.0.0.1:{self.api_port}"
@@ -392,8 +419,9 @@ class LocalCluster:
         self._etcd()
         self.start_apiserver()
         self._controller_manager()
-        self._scheduler()
-        self._coredns()
+        if self.full:
+            self._scheduler()
+            self._coredns()
         for index, spec in enumerate(self.node_specs):
             self._kubelet(index, spec)
         everything = list(self.processes.values())
@@ -453,7 +481,8 @@ class LocalCluster:
         # the kubelets, and the controllers started beside the cluster (tests/realk8s/controllers.py)
         for name in [n for n in self.processes if n not in control_plane]:
             self.processes[name].stop()
-        delete_everything()  # the pods, which outlive their kubelets
+        if self.full:
+            delete_everything()  # the pods, which outlive their kubelets
         self.created_left = remove_created(self.workdir)
         for name in control_plane:
             if name in self.processes:
@@ -467,11 +496,13 @@ class LocalCluster:
     def leftovers(self) -> list[str]:
         """What of a test cluster is still on this machine (empty after ``stop``)."""
         made = [f"mount point {p}" for p in self.created_left if os.path.lexists(p)]
+        if not self.full:  # its processes only: the test cluster's share the binaries
+            return leftovers(self.workdir, None)
         return leftovers(self.workdir, self.bin) + made
 
     def sweep(self) -> list[str]:
         """Remove what a killed run left (its processes, namespaces, files)."""
-        return sweep(self.workdir)
+        return sweep(self.workdir, pod_network=self.full)
 
     def token(self, namespace: str, account: str, seconds: int = 3600) -> str:
         body = {

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from fluxhop.errors import FluxhopWarning, SpecError
-from fluxhop.operator.reconcile import operated
+from fluxhop.operator.resource import operated
 from fluxhop.render import render
 from fluxhop.render.scripts import metrics_program
 from fluxhop.spec import MiniCluster

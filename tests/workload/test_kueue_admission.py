@@ -114,3 +114,9 @@ def test_finished_says_how():
     (finished,) = [c for c in patch["status"]["conditions"] if c["type"] == "Finished"]
     assert (finished["status"], finished["reason"], finished["message"]) == (
         "True", "Failed", "rank 0 exited with code 3")  # fmt: skip
+
+
+def test_an_admission_against_the_pods_own_node_selector_is_refused():
+    made = {"metadata": {}, "spec": {"nodeSelector": {"pool": "cpu"}, "containers": []}}
+    with pytest.raises(ValueError, match="sets nodeSelector pool to 'gpu', the pods ask for 'cpu'"):
+        started(made, pod_set_info(ADMITTED, {"gpus": GPU}))

@@ -404,6 +404,7 @@ class Kube:
         follow: bool = False,
         timestamps: bool = False,
         since_seconds: int | None = None,
+        tail_lines: int | None = None,
     ) -> Iterator[str]:
         what = kind("Pod")
         lines = self._call(
@@ -417,6 +418,7 @@ class Kube:
                 follow=follow,
                 timestamps=timestamps,
                 since=since_seconds,
+                tail_lines=tail_lines,
             ),
         )
         try:

@@ -27,7 +27,7 @@ from fluxhop.cluster.inside import PodInside
 from fluxhop.cluster.scrape import scrape_json
 from fluxhop.errors import FluxhopError, InputError, InstanceError, SpecError
 from fluxhop.operator.kueue import held_size_problem
-from fluxhop.operator.reconcile import AUTOSCALE_STATUS, operated, post_event, spec_of
+from fluxhop.operator.resource import AUTOSCALE_STATUS, operated, post_event, spec_of
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.autoscale import Decision, Policy, State

@@ -28,15 +28,14 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
 from fluxhop.operator import cache
 from fluxhop.operator.autoscale_timer import autoscale, waited
-from fluxhop.operator.cache import GROUP, PLURAL, VERSION
+from fluxhop.operator.cache import GROUP, PLURAL, VERSION, Outcome, Seen
 from fluxhop.operator.health_watch import look
-from fluxhop.operator.reconcile import (
+from fluxhop.operator.reconcile import Reconciler
+from fluxhop.operator.resource import (
     AUTOSCALE_STATUS,
     FIELD_MANAGER,
-    Outcome,
-    Reconciler,
-    Seen,
     managed_elsewhere,
+    queued_elsewhere,
 )
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.workload.marks import JOB_NAME, OPERATED
@@ -53,6 +52,7 @@ __all__ = [
     "on_job",
     "on_minicluster",
     "on_pod",
+    "on_queued_elsewhere",
     "register_autoscaling",
     "register_health",
 ]
@@ -150,6 +150,26 @@ def _selected(labels: Any, body: Any = None, **_: Any) -> bool:
     )
 
 
+def _queued_elsewhere(labels: Any, body: Any, **_: Any) -> bool:
+    """Another controller keeps the resource, but its Kueue Workload is this
+    operator's to make (on_queued_elsewhere)."""
+    return all(labels.get(key) == value for key, value in selector.items()) and queued_elsewhere(
+        dict(body)
+    )
+
+
+class _OwnDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """kopf's record of what it last handled, kept on this operator's own
+    resources only. kopf writes it even on a resource every handler's filter
+    leaves out; one another controller keeps is copied as it is (Kueue's
+    MultiKueue copies it to a worker, whose operator would take the record
+    for its own and see an update, not a creation)."""
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        if not managed_elsewhere(dict(body)):
+            super().store(body=body, patch=patch, essence=essence)
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.name = PEERING
@@ -159,7 +179,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     else:
         settings.peering.mandatory = True  # never two replicas at work at once
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="fluxhop.io")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = _OwnDiffBase(
         prefix="fluxhop.io", key="last-handled-configuration"
     )
     settings.posting.level = logging.WARNING  # fluxhop posts its own events
@@ -193,6 +213,25 @@ def on_minicluster(
             cache.remember(body, outcome)
     except FluxhopError as err:  # the API refused us: try again later (kopf backs off)
         raise kopf.TemporaryError(str(err), delay=10) from None
+    if outcome.writes:
+        LOG.info("MiniCluster %s/%s: %s", namespace, name, ", ".join(outcome.writes))
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL, when=_queued_elsewhere)
+def on_queued_elsewhere(body: Any, namespace: str, type: str | None = None, **_: Any) -> None:
+    """A resource another controller runs (Kueue's MultiKueue), with a
+    queue: its Workload, and nothing else. An event handler, not a create
+    handler: kopf then writes nothing on the resource, which MultiKueue
+    copies to a worker cluster as it is."""
+    if type == "DELETED":
+        return
+    name = body["metadata"]["name"]
+    try:
+        with _one_at_a_time(namespace, name):
+            outcome = reconcile_in(namespace, dict(body))
+    except FluxhopError as err:  # the API refused us: the next event tries again
+        LOG.warning("MiniCluster %s/%s: its Workload: %s", namespace, name, err)
+        return
     if outcome.writes:
         LOG.info("MiniCluster %s/%s: %s", namespace, name, ", ".join(outcome.writes))
 
@@ -269,6 +308,10 @@ def _follow(
                 cr = kube.get("MiniCluster", name)
             if cr is None:
                 cache.forget(namespace, name)
+                return
+            if queued_elsewhere(cr):  # a MultiKueue manager's: Kueue changed its Workload
+                if _queued_elsewhere(cr["metadata"].get("labels") or {}, cr):
+                    reconcile_in(namespace, cr)
                 return
             seen = cache.seen(namespace, name, jobs, pods, cr["metadata"].get("uid", ""))
             if seen is not None and seen.job is None and not job_event:

@@ -36,7 +36,7 @@ from fluxhop.cluster.inside import PodInside
 from fluxhop.cluster.scrape import scrape_json
 from fluxhop.errors import FluxhopError, IdsetError, SpecError
 from fluxhop.flux import idset
-from fluxhop.operator.reconcile import HEALTH_STATUS, operated, post_event, spec_of
+from fluxhop.operator.resource import HEALTH_STATUS, operated, post_event, spec_of
 from fluxhop.render.targets import Target
 from fluxhop.spec.health import REASON_PREFIX
 from fluxhop.spec.minicluster import MiniCluster

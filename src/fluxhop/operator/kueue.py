@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import AlreadyExists, SpecError
+from fluxhop.errors import AlreadyExists, ClusterError, SpecError
 from fluxhop.operator.status import Admission
 from fluxhop.render.kueue_workload import PRIORITY_LABEL, Priority, kueue_workload, workload_name
 from fluxhop.render.objects import MINICLUSTER_LABEL, owner_reference
@@ -157,7 +157,12 @@ def resize_workload(kube: Kube, cr: dict[str, Any], size: int) -> str | None:
                 f"{workload['metadata']['name']}; delete it and create it with the new size")  # fmt: skip
     sets = copy.deepcopy(workload["spec"]["podSets"])
     sets[0]["count"] = size
-    kube.merge_patch("Workload", workload["metadata"]["name"], {"spec": {"podSets": sets}})
+    version = workload["metadata"]["resourceVersion"]
+    try:  # as of the version read: Kueue may reserve quota for it meanwhile
+        kube.merge_patch("Workload", workload["metadata"]["name"],
+                         {"metadata": {"resourceVersion": version}, "spec": {"podSets": sets}})  # fmt: skip
+    except (AlreadyExists, ClusterError) as err:
+        return f"MiniCluster {cr['metadata']['name']}: Kueue changed its Workload meanwhile ({err}); try again"
     return None
 
 
@@ -170,6 +175,9 @@ class Follow:
         self.kube, self.cr, self.spec = kube, cr, spec
         self.writes = writes
         self.event = event  # (kind, reason, message) -> None
+        # the Workload to finish once the resource's last status is written
+        # (MultiKueue copies a status back until the Workload is finished)
+        self.ending: tuple[dict[str, Any], str] | None = None
 
     def step(self, job: dict[str, Any]) -> tuple[dict[str, Any], Admission | None]:
         labels = job["metadata"].get("labels") or {}
@@ -187,17 +195,28 @@ class Follow:
         ended = job_state(job)
         if ended is not None:
             if not said.finished:
-                self._finish(workload, ended)
+                self.ending = (workload, ended)
             return job, Admission(said.admitted, "Finished", f"the MiniCluster {ended.lower()}")
+        if said.finished:  # before it ran (it could not start, or was out of sync)
+            job = self._stop(job, workload, said)
+            reason, message = said.finished_as
+            return job, Admission(False, reason or "Finished", message or "Kueue finished it")
         if said.admitted and said.evicted is None and said.active:
             job = self._start(job, workload)
             queue = (workload.get("status") or {}).get("admission", {}).get("clusterQueue", "")
             return job, Admission(True, "Admitted", f"admitted by ClusterQueue {queue}")
         job = self._stop(job, workload, said)
         reason, message = said.evicted or ("Pending", said.waiting or "waiting for admission")
-        if said.finished:
-            reason, message = "Finished", "Kueue finished the Workload before it ran"
         return job, Admission(False, reason, message)
+
+    def finish(self) -> None:
+        """Finish the Workload of a MiniCluster that has ended: after its last
+        status is written, which MultiKueue copies back to a manager until
+        then (it deletes the worker's copy once the Workload is finished)."""
+        if self.ending is not None:
+            workload, ended = self.ending
+            self._finish(workload, ended)
+            self.ending = None
 
     def _hold(self, job: dict[str, Any]) -> None:
         if not (self.cr.get("spec") or {}).get("suspend"):
@@ -220,13 +239,12 @@ class Follow:
             "podSetAssignments") or []  # fmt: skip
         for name in {f for a in assignments for f in (a.get("flavors") or {}).values()}:
             flavors[name] = self.kube.get("ResourceFlavor", name) or {}
-        try:
-            info = pod_set_info(workload, flavors)
-        except ValueError as err:
-            self._finish(workload, "Failed", f"cannot start: {err}")
-            return job
         current = job["spec"]["template"]
-        patch = template_patch(current, started(current, info))
+        try:
+            patch = template_patch(current, started(current, pod_set_info(workload, flavors)))
+        except ValueError as err:  # as Kueue ends a job it cannot start
+            self._finish(workload, "Failed", f"cannot start: {err}", reason="FailedToStart")
+            return job
         if patch:  # a suspended Job's scheduling directives may change, then it runs
             self.kube.merge_patch("Job", self.spec.name, {"spec": {"template": patch}})
         job = self.kube.merge_patch("Job", self.spec.name, {"spec": {"suspend": False}})
@@ -252,10 +270,16 @@ class Follow:
             reason, message = said.evicted or ("Evicted", "Kueue took the admission back")
             self.event("Warning", reason, f"suspended: {message}")
             return job
-        status = job.get("status") or {}
-        if status.get("active") or status.get("terminating"):
-            return job  # its pods are still going: the Job's events bring the next step
         (pod_set,) = workload["spec"]["podSets"][:1]
+        releasing = said.evicted is not None and said.quota_reserved
+        if not releasing and not template_patch(
+            job["spec"]["template"], restored(job["spec"]["template"], pod_set["template"])
+        ):
+            return job  # nothing to do (and no GET): waiting, as it was made
+        job = self._fresh(job)  # not the watch's copy: its pods may still run
+        status = job.get("status") or {}
+        if status.get("active") or status.get("terminating") or not job["spec"].get("suspend"):
+            return job  # its pods are still going: the Job's events bring the next step
         current = job["spec"]["template"]
         patch = template_patch(current, restored(current, pod_set["template"]))
         if patch:
@@ -265,12 +289,14 @@ class Follow:
             self._status(workload, released_status(workload, _now()), "release Workload quota")
         return job
 
-    def _finish(self, workload: dict[str, Any], ended: str, message: str = "") -> None:
+    def _finish(self, workload: dict[str, Any], ended: str, message: str = "",
+                reason: str | None = None) -> None:  # fmt: skip
         succeeded = ended == "Succeeded"
         message = message or (
             "rank 0 exited with code 0" if succeeded else "the MiniCluster failed"
         )
-        patch = finished_status(workload, _now(), succeeded=succeeded, message=message)
+        patch = finished_status(workload, _now(), succeeded=succeeded, message=message,
+                                reason=reason)  # fmt: skip
         self._status(workload, patch, "finish Workload")
 
     def _status(self, workload: dict[str, Any], patch: dict[str, Any], what: str) -> None:

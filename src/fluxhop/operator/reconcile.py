@@ -28,19 +28,16 @@ that says what is happening.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-import hashlib
-import json
-import uuid
 import warnings
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fluxhop.cluster.api import Kube
 from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
+from fluxhop.operator.cache import Outcome, Seen, Written
 from fluxhop.operator.kueue import (
     Follow,
     held_size_problem,
@@ -49,10 +46,24 @@ from fluxhop.operator.kueue import (
     strip_queue,
     workload_for,
 )
-from fluxhop.operator.status import Admission, Problem, resource_status
+from fluxhop.operator.resource import (
+    AUTOSCALE_STATUS,
+    FIELD_MANAGER,
+    HEALTH_STATUS,
+    OUTPUT_STATUS,
+    managed_elsewhere,
+    operated,
+    post_event,
+    queued_elsewhere,
+    read_spec,
+    resource_hash,
+)
+from fluxhop.operator.status import OUTPUT_LINES, Problem, output_tail, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
+from fluxhop.render.kueue_workload import workload_name
 from fluxhop.render.targets import Target
-from fluxhop.spec.minicluster import FLUXHOP_OPERATOR, Metadata, MiniCluster
+from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload.kueue_admission import decision, released_status
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -64,194 +75,16 @@ from fluxhop.workload.marks import (
     prepare,
 )
 from fluxhop.workload.root import Root
-from fluxhop.workload.status import ended_resize_problem, job_state
+from fluxhop.workload.status import completion_index, ended_resize_problem, job_state
 
-__all__ = [
-    "AUTOSCALE_STATUS",
-    "CREATED_SIZE",
-    "FIELD_MANAGER",
-    "OPERATED",
-    "RESOURCE_HASH",
-    "Outcome",
-    "Reconciler",
-    "Seen",
-    "Written",
-    "document",
-    "managed_elsewhere",
-    "post_event",
-    "read_spec",
-    "resource_hash",
-    "spec_of",
-]
+__all__ = ["CREATED_SIZE", "RESOURCE_HASH", "Reconciler"]
 
-FIELD_MANAGER = "fluxhop-operator"
-AUTOSCALE_STATUS = "autoscale"  # status.autoscale: the autoscaler's decisions
-HEALTH_STATUS = "health"  # the health look's (operator/health_watch.py)
 _STEPS = ("Ready", "Running", "Succeeded")  # each turning True is an event
 CREATED_SIZE = "fluxhop.io/created-size"  # on the Job: the size it was rendered for
 RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it was made from
 # on the Job: "first" - its children were made before it (a Job an older
 # operator made may lack some, after an interrupted create: those are looked for)
 CHILDREN = "fluxhop.io/children"
-_SERVER_FIELDS = tuple(Metadata.UNSUPPORTED)  # set by the API server
-
-
-def resource_hash(spec: MiniCluster) -> str:
-    """What the resource asks for, whatever this fluxhop renders for it: the
-    operator compares this, not the rendered objects, so that upgrading it
-    (which may render differently) does not make every running MiniCluster
-    look changed. Secret fields take part only as the model masks them."""
-    doc = spec.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
-    doc.get("spec", {}).pop("suspend", None)  # holding it is no change of what it is
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def operated(spec: MiniCluster, operator_namespace: str | None = None) -> MiniCluster:
-    """What the operator renders: a MiniCluster it keeps serves its metrics
-    unless its resource says ``metrics.enabled: false``, and one that
-    autoscales or has health checks lets the operator's namespace read them
-    (the resource hash is taken of the resource as written, not of this)."""
-    served = spec.model_copy(deep=True)
-    metrics = served.spec.metrics
-    if metrics.enabled is None:
-        metrics.enabled = True
-    looked_at = spec.spec.autoscale is not None or spec.spec.health is not None
-    reader = operator_namespace if looked_at and metrics.enabled else None
-    if reader and reader != spec.namespace and reader not in metrics.namespaces:
-        metrics.namespaces = [*metrics.namespaces, reader]
-    return served
-
-
-def document(cr: dict[str, Any]) -> dict[str, Any]:
-    """The resource as a MiniCluster file would say it (no status, no server fields)."""
-    doc = {key: copy.deepcopy(value) for key, value in cr.items() if key != "status"}
-    meta = doc.get("metadata") or {}
-    doc["metadata"] = {
-        k: v for k, v in meta.items() if k not in _SERVER_FIELDS and k != "annotations"
-    }
-    annotations = {
-        k: v
-        for k, v in (meta.get("annotations") or {}).items()
-        if not k.startswith("fluxhop.io/")
-        and k != "kubectl.kubernetes.io/last-applied-configuration"
-    }
-    if annotations:
-        doc["metadata"]["annotations"] = annotations
-    return doc
-
-
-def post_event(kube: Kube, cr: dict[str, Any], kind: str, reason: str, message: str) -> None:
-    """An event on MiniCluster resource ``cr`` (kind Normal or Warning)."""
-    meta = cr["metadata"]
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
-            "involvedObject": {
-                "apiVersion": cr["apiVersion"],
-                "kind": "MiniCluster",
-                "name": meta["name"],
-                "namespace": kube.namespace,
-                "uid": meta.get("uid", ""),
-            },
-            "type": kind,
-            "reason": reason,
-            "message": message,
-            "source": {"component": FIELD_MANAGER},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-    )
-
-
-def read_spec(cr: dict[str, Any], namespace: str) -> tuple[MiniCluster, list[str]]:
-    """The resource's MiniCluster, in the namespace it lives in, and its
-    warnings (e.g. a Flux Operator field fluxhop leaves out), which only an
-    event can tell the user of a resource; raises SpecError, one line."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        spec = MiniCluster.from_dict(document(cr))
-    said = list(dict.fromkeys(str(w.message) for w in caught if w.category is FluxhopWarning))
-    spec = spec if spec.namespace == namespace else spec.renamed(namespace=namespace)
-    return spec, said
-
-
-def managed_elsewhere(cr: dict[str, Any]) -> bool:
-    """The resource's spec.managedBy names a controller other than fluxhop
-    operator (e.g. Kueue's MultiKueue, which runs it on another cluster): the
-    resource is left alone, read as it is written, valid or not."""
-    manager = (cr.get("spec") or {}).get("managedBy")
-    return manager is not None and manager != FLUXHOP_OPERATOR
-
-
-def spec_of(cr: dict[str, Any], namespace: str) -> MiniCluster:
-    """The resource's MiniCluster, in the namespace it lives in; raises
-    SpecError, one line."""
-    return read_spec(cr, namespace)[0]
-
-
-@dataclass(frozen=True)
-class Written:
-    """What this operator last wrote on a resource: the marks (annotations)
-    and the status. A watch's copy of the resource can lag behind its own
-    writes; compared with that copy, a reconcile would write them again (and
-    post its events twice)."""
-
-    annotations: dict[str, str] = field(default_factory=dict)
-    status: dict[str, Any] | None = None
-    version: str = ""  # the resource's resourceVersion after the last write
-
-    def after(self, out: Outcome) -> Written:
-        """What is written once ``out``'s reconcile has run."""
-        return Written(
-            {**self.annotations, **out.annotations},
-            out.status if out.status is not None else self.status,
-            out.version or self.version,
-        )
-
-    def behind(self, cr: dict[str, Any]) -> bool:
-        """Whether ``cr`` is older than the last write (the watch lags): only
-        then is this newer than it. A copy that has caught up is the truth,
-        with whatever others wrote since (another replica before this one)."""
-        try:
-            return int(cr["metadata"].get("resourceVersion") or 0) < int(self.version)
-        except ValueError:  # not an etcd revision: trust the copy
-            return False
-
-
-@dataclass(frozen=True)
-class Seen:
-    """A MiniCluster's Job (None: there is none) and pods as the operator's
-    watches last showed them, and what it last wrote on the resource: a
-    reconcile given these reads nothing."""
-
-    job: dict[str, Any] | None
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    written: Written = field(default_factory=Written)
-
-    def pods_of(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        """The pods of ``job`` itself (not of an earlier Job of the same name)."""
-        uid = job["metadata"].get("uid")
-        return [
-            pod
-            for pod in self.pods
-            if any(o.get("uid") == uid for o in pod["metadata"].get("ownerReferences") or [])
-        ]
-
-
-@dataclass
-class Outcome:
-    """What a reconcile did: its writes (for the benchmark and tests) and problem."""
-
-    writes: list[str] = field(default_factory=list)
-    problem: Problem | None = None
-    status: dict[str, Any] | None = None  # the resource's status as it now is
-    annotations: dict[str, str] = field(default_factory=dict)  # the marks it wrote
-    version: str = ""  # the resource's resourceVersion after its last write
-    admission: Admission | None = None  # Kueue's answer, for a queued resource
 
 
 class Reconciler:
@@ -283,8 +116,10 @@ class Reconciler:
         if not self._written.behind(cr):
             self._written = Written()
         name = cr["metadata"]["name"]
-        if managed_elsewhere(cr):
-            return out  # spec.managedBy: another controller's, not a write of ours
+        if managed_elsewhere(cr):  # spec.managedBy: another controller's, but its Workload
+            if queued_elsewhere(cr):
+                out.writes += self._workload_only(cr)
+            return out
         try:
             spec, said = read_spec(cr, self.kube.namespace)
         except SpecError as err:
@@ -292,6 +127,7 @@ class Reconciler:
             self._report(cr, None, [], 1, out)
             return out
         job = seen.job if seen is not None else self.kube.get("Job", name)
+        follow: Follow | None = None
         try:
             if job is None:
                 job = self._create(cr, spec, out)
@@ -300,7 +136,8 @@ class Reconciler:
             else:
                 job = self._update(cr, spec, job, out)
             if job is not None and queued(cr, spec):
-                job, out.admission = self._follow(cr, spec, out).step(job)
+                follow = self._follow(cr, spec, out)
+                job, out.admission = follow.step(job)
         except FluxhopError as err:
             out.problem = Problem("Failed", "ApplyFailed", str(err))
         pods: list[dict[str, Any]] = []
@@ -309,7 +146,43 @@ class Reconciler:
         elif job is not None:
             pods = self.kube.list("Pod", labels={"batch.kubernetes.io/job-name": name})
         self._report(cr, job, pods, spec.spec.max_nodes, out)
+        if follow is not None:
+            with contextlib.suppress(FluxhopError):  # refused: the next reconcile finishes it
+                follow.finish()  # its Workload, once the last status is written
         return out
+
+    def _workload_only(self, cr: dict[str, Any]) -> list[str]:
+        """The Workload of a queued resource another controller runs (Kueue's
+        MultiKueue copies it to a worker cluster, where fluxhop operator runs
+        it): nothing else is made here, and its status is that controller's.
+        A spec fluxhop cannot render has no Workload (and nothing said: not
+        fluxhop's resource to report on)."""
+        try:
+            spec = read_spec(cr, self.kube.namespace)[0]
+        except SpecError:
+            return []
+        here = spec.model_copy(deep=True)
+        here.spec.managed_by = None  # rendered as if it were run here, for its pods' shape
+        template = prepare(operated(here, self.operator_namespace), Target.JOB,
+                           cluster_domain=self.cluster_domain)[-1]["spec"]["template"]  # fmt: skip
+        name = workload_name(spec.name, cr["metadata"]["uid"])
+        found = self.kube.get("Workload", name)
+        if found is None:
+            workload_for(self.kube, cr, here, template)
+            return ["create Workload"]
+        # evicted here (a worker evicted its copy, a worker was lost, a
+        # preemption): as a job controller does, give back the quota (there
+        # are no pods here), so that Kueue can dispatch it again
+        said = decision(found)
+        if said.evicted is None or not said.quota_reserved or said.finished:
+            return []
+        try:
+            patch = released_status(found, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            self.kube.patch_status("Workload", name, patch["status"],
+                                   version=patch["metadata"]["resourceVersion"])  # fmt: skip
+        except AlreadyExists:  # Kueue changed it since: its event brings another look
+            return []
+        return ["release Workload quota"]
 
     def _follow(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> Follow:
         def event(kind: str, reason: str, message: str) -> None:
@@ -393,6 +266,8 @@ class Reconciler:
                                cluster_domain=self.cluster_domain)[:-1]  # fmt: skip
             self._children(job, children, out, missing_only=True)
         if not queued(cr, spec) and bool(job["spec"].get("suspend")) != spec.spec.suspend:
+            job = self.kube.get("Job", spec.name) or job  # the watch may lag behind our patch
+        if not queued(cr, spec) and bool(job["spec"].get("suspend")) != spec.spec.suspend:
             job = self.kube.merge_patch("Job", spec.name, {"spec": {"suspend": spec.spec.suspend}})
             out.writes.append("patch Job suspend")
             held = "held (spec.suspend)" if spec.spec.suspend else "resumed"
@@ -469,6 +344,20 @@ class Reconciler:
                 self.kube.apply(child)
             out.writes.append(f"{'apply missing' if missing_only else 'apply'} {obj['kind']}")
 
+    def _output(self, cr: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
+        """The end of rank 0's log, once its job has ended (read once: then
+        it is on the status). None where it cannot be read (no pod left)."""
+        lead = next((p for p in pods if completion_index(p) == 0), None)
+        if lead is None:
+            return None
+        container = (cr["metadata"].get("annotations") or {}).get(LEAD_CONTAINER)
+        try:
+            lines = list(self.kube.log(lead["metadata"]["name"], container or cr["metadata"]["name"],
+                                       tail_lines=OUTPUT_LINES))  # fmt: skip
+        except FluxhopError:
+            return None
+        return output_tail(lines)
+
     def _report(
         self,
         cr: dict[str, Any],
@@ -484,6 +373,11 @@ class Reconciler:
         known = {**cr, "status": last}
         status = resource_status(known, job, pods, max_size=max_size, now=now, problem=out.problem,
                                  admission=out.admission)  # fmt: skip
+        output = (last or {}).get(OUTPUT_STATUS)
+        if output is None and "exitCode" in status:
+            output = self._output(cr, pods)
+        if output is not None:
+            status[OUTPUT_STATUS] = output
         out.status = status
         # status.autoscale and status.health are the timers' (operator/
         # autoscale_timer.py, health_watch.py): the merge patch below leaves them

@@ -16,7 +16,7 @@ from fluxhop.render.targets import Target
 from fluxhop.workload import Root
 from fluxhop.workload.status import completion_index, started, status_of
 
-__all__ = ["Admission", "Problem", "resource_status"]
+__all__ = ["OUTPUT_LINES", "Admission", "Problem", "output_tail", "resource_status"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,25 @@ class Problem:
     condition: str  # Failed (bad spec) or SpecApplied (a change it cannot take)
     reason: str
     message: str
+
+
+OUTPUT_LINES = 50  # status.output: the end of rank 0's log, at most this many lines
+OUTPUT_BYTES = 4096  # and bytes: every watcher of the resource gets it on every change
+
+
+def output_tail(lines: list[str]) -> str:
+    """The end of rank 0's log as status.output keeps it: whole lines, the
+    last ones that fit. A status travels with every watch event of its
+    resource (and MultiKueue copies it across clusters): a tail, not a log."""
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines[-OUTPUT_LINES:]):
+        line = line.rstrip("\n")
+        size += len(line.encode()) + 1
+        if size > OUTPUT_BYTES:
+            break
+        kept.append(line)
+    return "\n".join(reversed(kept))
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class Decision:
     finished: bool = False
     waiting: str = ""
     active: bool = True  # spec.active: false - deactivated, by hand or by Kueue
+    finished_as: tuple[str, str] = ("", "")  # Finished's reason and message
 
 
 def decision(workload: Mapping[str, Any]) -> Decision:
@@ -82,6 +83,10 @@ def decision(workload: Mapping[str, Any]) -> Decision:
         quota_reserved=_true(conditions, "QuotaReserved"),
         evicted=evicted,
         finished=_true(conditions, "Finished"),
+        finished_as=(
+            str(conditions.get("Finished", {}).get("reason", "")),
+            str(conditions.get("Finished", {}).get("message", "")),
+        ),
         waiting=waiting,
         active=(workload.get("spec") or {}).get("active", True) is not False,
     )
@@ -143,8 +148,13 @@ def started(template: Mapping[str, Any], info: PodSetInfo) -> dict[str, Any]:
     if info.annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **info.annotations}
     pod = out.setdefault("spec", {})
+    own = pod.get("nodeSelector") or {}
+    for key, value in info.node_selector.items():
+        if own.get(key, value) != value:  # Kueue's podset.Merge refuses it too
+            raise ValueError(f"the admission sets nodeSelector {key} to {value!r}, the pods "
+                             f"ask for {own[key]!r}")  # fmt: skip
     if info.node_selector:
-        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **info.node_selector}
+        pod["nodeSelector"] = {**own, **info.node_selector}
     tolerations = list(pod.get("tolerations") or [])
     tolerations += [t for t in info.tolerations if t not in tolerations]
     if tolerations:
@@ -251,10 +261,16 @@ def released_status(workload: Mapping[str, Any], now: str) -> dict[str, Any]:
 
 
 def finished_status(
-    workload: Mapping[str, Any], now: str, *, succeeded: bool, message: str
+    workload: Mapping[str, Any],
+    now: str,
+    *,
+    succeeded: bool,
+    message: str,
+    reason: str | None = None,
 ) -> dict[str, Any]:
-    """The status patch that finishes the Workload with its MiniCluster."""
-    reason = "Succeeded" if succeeded else "Failed"
+    """The status patch that finishes the Workload with its MiniCluster
+    (``reason``: Kueue's own for how, e.g. FailedToStart)."""
+    reason = reason or ("Succeeded" if succeeded else "Failed")
     return _status_patch(
         workload, now, {"type": "Finished", "status": "True", "reason": reason, "message": message}
     )

@@ -1,0 +1,108 @@
+"""A MiniCluster resource dispatched by Kueue's MultiKueue (issue #38 item 3):
+created on a manager cluster (tests/realk8s/multikueue.py: a control plane
+with the real Kueue v0.17.0, no nodes), run on the worker (the test cluster,
+its own Kueue and ``fluxhop operator``) with real Flux, its status - phase,
+exit code, the reason of a failure - back on the manager; deleted on the
+manager, gone from the worker; a second worker whose API server never
+answers is marked inactive and passed over. fluxhop operator runs on both:
+on the manager it makes the resource's Workload and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.controllers import Running
+from tests.realk8s.multikueue import GONE, WORKER, Manager, manager_of, queues_on_both
+from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.queues import KUEUE, QUEUE_LABEL, workloads_of
+from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
+from tests.realk8s.tools import eventually
+
+pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+@pytest.fixture(scope="module")
+def manager(cluster: LocalCluster, kueue: Running, deployed: Path) -> Iterator[Manager]:  # noqa: F811
+    """The manager, once the worker serves MiniClusters (deploy/'s CRD)."""
+    with manager_of(cluster) as running:
+        yield running
+
+
+@pytest.fixture
+def both(cluster: LocalCluster, manager: Manager, deployed: Path,  # noqa: F811
+         admin: Api, namespace: str, tmp_path: Path) -> Iterator[tuple[Operator, Operator]]:  # fmt: skip
+    """The queue ``lq`` on both, and fluxhop operator on each (manager, worker)."""
+    with queues_on_both(manager, admin, namespace, "lq", {"cpu": "2"}):
+        on_manager = Operator(manager.cluster, manager.operator_kubeconfig, namespace,
+                              tmp_path / "manager.log")  # fmt: skip
+        on_worker = Operator(cluster, deployed, namespace, tmp_path / "worker.log")
+        try:
+            yield on_manager, on_worker
+        finally:
+            on_manager.stop()
+            on_worker.stop()
+
+
+def dispatched(name: str, command: str) -> dict[str, Any]:
+    return {"apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
+            "metadata": {"name": name, "labels": {QUEUE_LABEL: "lq"}},
+            "spec": {"size": 2, "managedBy": MULTIKUEUE, "flux": {"container": {"disable": True}},
+                     "containers": [{"image": "host", "command": command,
+                                     "resources": {"requests": {"cpu": "1"}}}]}}  # fmt: skip
+
+
+def condition(cr: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = (cr.get("status") or {}).get("conditions") or []
+    return next((c for c in found if c["type"] == kind), {})
+
+
+def ended(api: Api, path: str) -> dict[str, Any] | None:
+    cr = api.get(path)
+    done = any(condition(cr, k).get("status") == "True" for k in ("Succeeded", "Failed"))
+    return cr if done else None
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_dispatched_to_the_worker_its_exit_shows_on_the_manager(
+    manager: Manager, admin: Api, namespace: str, both: tuple[Operator, Operator], code: int
+):
+    _, on_worker = both
+    path = f"{MINICLUSTERS.format(namespace)}/mk"
+    with manager.admin() as api:
+        command = f"""sh -c 'printf "[%s]" "a b" c; echo; exit {code}'"""
+        api.create(MINICLUSTERS.format(namespace), dispatched("mk", command))
+        # the worker's copy, MultiKueue's, run there by fluxhop operator (and
+        # deleted by MultiKueue once it has ended: read while it runs)
+        there = until("the worker's copy", on_worker, lambda: admin.find(path), 300)
+        assert there["metadata"]["labels"].get("kueue.x-k8s.io/prebuilt-workload-name")
+        assert "managedBy" not in there["spec"]
+        mine = api.get(path)["metadata"].get("annotations") or {}
+        assert not [k for k in mine if k.startswith("fluxhop.io/")], mine  # copied as it is
+        here = until("the manager's copy ended", on_worker, lambda: ended(api, path), 300)
+        assert here["status"]["exitCode"] == code, here["status"]
+        # rank 0's output, on the manager that has no pods to read it from: argv intact
+        assert "[a b][c]" in here["status"]["output"].splitlines(), here["status"]
+        kind = "Succeeded" if code == 0 else "Failed"
+        assert condition(here, kind)["status"] == "True"
+        if code:
+            assert condition(here, "Failed")["message"] == f"rank 0 exited with code {code}"
+        # the manager has no Job, no pods: only the resource and its Workload
+        jobs = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+        assert jobs == []
+        # the worker that answers took it; the one that does not is inactive
+        (workload,) = workloads_of(api, namespace, "mk")
+        assert workload["status"].get("clusterName") == WORKER, workload["status"]
+        gone = api.get(f"{KUEUE}/multikueueclusters/{GONE}")
+        assert condition(gone, "Active")["status"] == "False", gone.get("status")
+        # deleted on the manager, gone from the worker
+        api.delete(path)
+    eventually("the worker's copy gone", lambda: admin.find(path) is None, 120)
+    eventually("its Job gone", lambda: admin.find(
+        f"/apis/batch/v1/namespaces/{namespace}/jobs/mk") is None, 120)  # fmt: skip
