@@ -266,3 +266,16 @@ def test_an_unqueued_resource_is_held_by_spec_suspend(fake, kube, reconciler):
     assert "patch Job suspend" in out.writes and out.problem is None  # no spec change refused
     assert fake.get("Job", "demo")["spec"]["suspend"] is False
     assert ("Normal", "Resumed") in events(fake)
+
+
+def test_multikueues_workload_for_another_size_is_finished_out_of_sync(fake, queued, reconciler):
+    queued(labels={"kueue.x-k8s.io/prebuilt-workload-name": "from-manager"})
+    fake.seed("Workload", {"metadata": {"name": "from-manager", "labels": {}},
+                           "spec": {"queueName": "team-a", "podSets": [{"name": "brokers",
+                                    "count": 3, "template": {"spec": {"containers": []}}}]}})  # fmt: skip
+    reconciler.reconcile(current(fake))
+    said = admission(current(fake))
+    assert (said["status"], said["reason"]) == ("False", "OutOfSync")
+    finished = {c["type"]: c for c in fake.get("Workload", "from-manager")["status"]["conditions"]}
+    assert finished["Finished"]["reason"] == "OutOfSync"
+    assert fake.get("Job", "demo")["spec"]["suspend"] is True

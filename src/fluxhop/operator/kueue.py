@@ -64,6 +64,10 @@ __all__ = [
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"  # MultiKueue's, on a copied resource
 
 
+def labels_of(cr: dict[str, Any]) -> dict[str, str]:
+    return dict(cr["metadata"].get("labels") or {})
+
+
 def queued(cr: dict[str, Any], spec: MiniCluster) -> bool:
     return bool(queue_of(spec)) or PREBUILT in (cr["metadata"].get("labels") or {})
 
@@ -192,6 +196,14 @@ class Follow:
             name = _name(self.cr)
             return job, Admission(False, "WorkloadMissing", f"waiting for Workload {name}")
         said = decision(workload)
+        counts = [pod_set.get("count") for pod_set in workload["spec"].get("podSets") or []]
+        if PREBUILT in labels_of(self.cr) and not said.finished and counts != [self.spec.spec.size]:
+            # MultiKueue's copy of a Workload made for another size (the manager's
+            # resource resized after it): as Kueue ends a prebuilt one out of sync
+            self._finish(workload, "Failed", f"the Workload asks for {counts} pods, the "
+                         f"MiniCluster for {self.spec.spec.size}", reason="OutOfSync")  # fmt: skip
+            self._hold(job)
+            return job, Admission(False, "OutOfSync", "its Workload is for another size")
         ended = job_state(job)
         if ended is not None:
             if not said.finished:
