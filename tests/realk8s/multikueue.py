@@ -120,14 +120,15 @@ def manager_of(worker: LocalCluster) -> Iterator[Manager]:
 
 @contextmanager
 def queues_on_both(manager: Manager, worker: Api, namespace: str, name: str,
-                   quota: dict[str, str]) -> Iterator[str]:  # fmt: skip
+                   quota: dict[str, str], **spec: Any) -> Iterator[str]:  # fmt: skip
     """LocalQueue ``name`` in ``namespace`` on both: the manager's with the
     MultiKueue admission check (and quota enough to let it through), the
-    worker's with ``quota``; the namespace made on the manager too."""
+    worker's with ``quota`` (``spec``: more of its ClusterQueue's spec); the
+    namespace made on the manager too."""
     with manager.admin() as api, ExitStack() as stack:
         api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
         stack.callback(api.delete, f"/api/v1/namespaces/{namespace}")
-        stack.enter_context(local_queue(worker, namespace, name, quota))
+        stack.enter_context(local_queue(worker, namespace, name, quota, **spec))
         stack.enter_context(local_queue(
             api, namespace, name, {resource: "100" for resource in quota},
             admissionChecksStrategy={"admissionChecks": [{"name": CHECK}]}))  # fmt: skip

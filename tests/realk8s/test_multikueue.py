@@ -38,8 +38,10 @@ def manager(cluster: LocalCluster, kueue: Running, deployed: Path) -> Iterator[M
 @pytest.fixture
 def both(cluster: LocalCluster, manager: Manager, deployed: Path,  # noqa: F811
          admin: Api, namespace: str, tmp_path: Path) -> Iterator[tuple[Operator, Operator]]:  # fmt: skip
-    """The queue ``lq`` on both, and fluxhop operator on each (manager, worker)."""
-    with queues_on_both(manager, admin, namespace, "lq", {"cpu": "2"}):
+    """The queue ``lq`` on both (the worker's preempts by priority), and
+    fluxhop operator on each (manager, worker)."""
+    with queues_on_both(manager, admin, namespace, "lq", {"cpu": "2"},
+                        preemption={"withinClusterQueue": "LowerPriority"}):  # fmt: skip
         on_manager = Operator(manager.cluster, manager.operator_kubeconfig, namespace,
                               tmp_path / "manager.log")  # fmt: skip
         on_worker = Operator(cluster, deployed, namespace, tmp_path / "worker.log")
@@ -50,12 +52,27 @@ def both(cluster: LocalCluster, manager: Manager, deployed: Path,  # noqa: F811
             on_worker.stop()
 
 
-def dispatched(name: str, command: str) -> dict[str, Any]:
-    return {"apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
-            "metadata": {"name": name, "labels": {QUEUE_LABEL: "lq"}},
-            "spec": {"size": 2, "managedBy": MULTIKUEUE, "flux": {"container": {"disable": True}},
-                     "containers": [{"image": "host", "command": command,
-                                     "resources": {"requests": {"cpu": "1"}}}]}}  # fmt: skip
+def dispatched(name: str, command: str | None, *, managed_by: str | None = MULTIKUEUE,
+               priority: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Two brokers of one CPU on queue ``lq``; interactive without a command."""
+    container: dict[str, Any] = {"image": "host", "resources": {"requests": {"cpu": "1"}}}
+    spec: dict[str, Any] = {"size": 2, "flux": {"container": {"disable": True}},
+                            "containers": [container]}  # fmt: skip
+    if command is None:
+        spec["interactive"] = True
+    else:
+        container["command"] = command
+    if managed_by:
+        spec["managedBy"] = managed_by
+    labels = {QUEUE_LABEL: "lq"}
+    if priority:
+        labels["kueue.x-k8s.io/priority-class"] = priority
+    return {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+    }
 
 
 def condition(cr: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -106,3 +123,48 @@ def test_dispatched_to_the_worker_its_exit_shows_on_the_manager(
     eventually("the worker's copy gone", lambda: admin.find(path) is None, 120)
     eventually("its Job gone", lambda: admin.find(
         f"/apis/batch/v1/namespaces/{namespace}/jobs/mk") is None, 120)  # fmt: skip
+
+
+def priority(api: Api, name: str, value: int) -> None:
+    api.apply(f"{KUEUE}/workloadpriorityclasses/{name}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name}, "value": value,
+    }, "test")  # fmt: skip
+
+
+def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
+    manager: Manager, admin: Api, namespace: str, both: tuple[Operator, Operator]
+):
+    """A higher priority MiniCluster created on the worker preempts the
+    dispatched one there: the worker's copy stops, the manager's Workload is
+    evicted and its quota given back by fluxhop operator there, and Kueue
+    dispatches it again; it runs once the quota is free."""
+    _, on_worker = both
+    path = f"{MINICLUSTERS.format(namespace)}/low"
+    with manager.admin() as api:
+        for where in (api, admin):
+            priority(where, "fluxhop-test-low", 10)
+            priority(where, "fluxhop-test-high", 1000)
+        api.create(
+            MINICLUSTERS.format(namespace), dispatched("low", None, priority="fluxhop-test-low")
+        )
+        until("low up on the worker", on_worker, lambda: condition(
+            api.get(path), "Ready").get("status") == "True", 300)  # fmt: skip
+        admin.create(MINICLUSTERS.format(namespace), dispatched(
+            "high", "true", managed_by=None, priority="fluxhop-test-high"))  # fmt: skip
+
+        def requeued() -> dict[str, Any] | None:
+            (workload,) = workloads_of(api, namespace, "low")
+            said = condition(workload, "Evicted")
+            came = said.get("status") == "True" or said.get("message", "").startswith("Previously")
+            return workload if came else None
+
+        workload = until("the manager's Workload evicted", on_worker, requeued, 180)
+        until("high Succeeded on the worker", on_worker, lambda: condition(admin.get(
+            f"{MINICLUSTERS.format(namespace)}/high"), "Succeeded").get("status") == "True", 300)  # fmt: skip
+        back = until("low up again", on_worker, lambda: condition(
+            api.get(path), "Ready").get("status") == "True" and api.get(path), 300)  # fmt: skip
+        assert condition(back, "Failed").get("status") != "True", back["status"]
+        (again,) = workloads_of(api, namespace, "low")
+        assert condition(again, "Admitted")["status"] == "True", again["status"]
+        assert workload["metadata"]["uid"] == again["metadata"]["uid"]  # the same, queued again
