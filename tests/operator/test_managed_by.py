@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from fluxhop.errors import InputError
 from fluxhop.operator.handlers import _queued_elsewhere, _selected
 from fluxhop.operator.reconcile import Reconciler
 from tests.cluster.fakeapi import KUEUE_KINDS
@@ -97,3 +98,38 @@ def test_its_evicted_workload_gets_its_quota_back(fake, apply, reconciler: Recon
     said = {c["type"]: c for c in Kueue(fake).workload("demo")["status"]["conditions"]}
     assert said["QuotaReserved"]["status"] == "False"
     assert reconciler.reconcile(current(fake)).writes == []
+
+
+def test_on_the_manager_fluxhop_lists_it_with_the_status_copied_back(fake, apply, kube, ops):
+    """`fluxhop list/get` on a MultiKueue manager: the resource runs on a
+    worker; its state and exit code are the status MultiKueue copies back."""
+    doc = resource(managedBy="kueue.x-k8s.io/multikueue")
+    apply(doc)
+    (listed,) = ops.list()
+    assert (listed.name, listed.state, listed.exit_code) == ("demo", "Pending", None)
+    worker = {
+        "size": 2,
+        "maximumSize": 2,
+        "jobid": "demo",
+        "selector": "fluxhop.io/minicluster=demo",
+    }
+    kube.patch_status("MiniCluster", "demo", {**worker, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "BrokersUp", "message": "2/2 brokers up",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]})  # fmt: skip
+    assert ops.list()[0].state == "Running"
+    kube.patch_status("MiniCluster", "demo", {**worker, "exitCode": 3, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "JobFailed",
+         "message": "rank 0 exited with code 3", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})  # fmt: skip
+    status = ops.status(ops.require("demo"))
+    assert (status.state, status.exit_code) == ("Failed", 3)
+    assert fake.get("Job", "demo") is None  # nothing of it runs here
+
+
+def test_on_the_manager_what_needs_its_pods_says_where_they_are(fake, apply, ops):
+    apply(resource(managedBy="kueue.x-k8s.io/multikueue"))
+    with pytest.raises(InputError) as said:
+        list(ops.logs(ops.require("demo")))
+    assert str(said.value).startswith("MiniCluster demo runs on another cluster")
+    assert "--context" in str(said.value) and "\n" not in str(said.value)
+    with pytest.raises(InputError, match="runs on another cluster, whose copy a new size"):
+        ops.scale(ops.require("demo"), 3)

@@ -9,6 +9,7 @@ on the manager it makes the resource's Workload and nothing else."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from tests.realk8s.multikueue import GONE, WORKER, Manager, manager_of, queues_o
 from tests.realk8s.outcomes import MINICLUSTERS
 from tests.realk8s.queues import KUEUE, QUEUE_LABEL, workloads_of
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
-from tests.realk8s.tools import eventually
+from tests.realk8s.tools import eventually, fluxhop
 
 pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -110,6 +111,14 @@ def test_dispatched_to_the_worker_its_exit_shows_on_the_manager(
         assert condition(here, kind)["status"] == "True"
         if code:
             assert condition(here, "Failed")["message"] == f"rank 0 exited with code {code}"
+        # fluxhop on the manager: the state and exit code copied back; what
+        # needs the pods says where they are
+        shown = fluxhop(manager.cluster, "get", "mk", "--namespace", namespace, "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        said = json.loads(shown.stdout)["fluxhop"]
+        assert (said["state"], said["exitCode"]) == ("Succeeded" if code == 0 else "Failed", code)
+        logs = fluxhop(manager.cluster, "logs", "mk", "--namespace", namespace)
+        assert logs.returncode != 0 and "runs on another cluster" in logs.stderr, logs.stderr
         # the manager has no Job, no pods: only the resource and its Workload
         jobs = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
         assert jobs == []

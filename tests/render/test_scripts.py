@@ -281,6 +281,21 @@ def test_sigterm_reaches_the_broker_and_the_worker_does_not_restart(tmp_path):
     assert len(broker_starts(worker.calls())) == 1
 
 
+def test_a_worker_whose_broker_does_not_leave_on_sigterm_is_killed(tmp_path):
+    """The whole MiniCluster stopped at once (a suspend, a deletion): rank 0
+    is gone, and a real worker broker waits ~20 s on SIGTERM for it. The
+    entrypoint kills it after a short bound, instead of the pod's grace."""
+    worker = pod(tmp_path, spec(["true"]), 1, FAKE_BROKER_SLEEP="600",
+                 FAKE_BROKER_TERM_HANGS="1", FAKE_BROKER_EXITS="1")  # fmt: skip
+    process = worker.start()
+    wait_for_call(worker, lambda c: c.get("event") == "listening", "the broker's start")
+    Pod.terminate(process)
+    process.communicate(timeout=120)  # not the broker's 600 s
+    assert process.returncode == 143
+    assert "SIGTERM" in [c.get("event") for c in worker.calls()]
+    assert len(broker_starts(worker.calls())) == 1
+
+
 @pytest.mark.parametrize("rank", [0, 1])
 def test_sigterm_before_the_broker_starts_stops_the_pod_without_a_broker(tmp_path, rank):
     """The trap is in place before any child runs: a SIGTERM while the script

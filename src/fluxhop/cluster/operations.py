@@ -190,6 +190,8 @@ class MiniClusters(Waiting):
                 return Root(labels.get(TARGET_LABEL, target), obj)
             if OPERATED in (obj["metadata"].get("annotations") or {}):
                 return Root(target, obj)  # a MiniCluster resource fluxhop's operator runs
+            if Root(target, obj).dispatched:
+                return Root(target, obj)  # one MultiKueue runs elsewhere: shown, deleted
             raise NotOurs(
                 f"{kind_name} {name} exists but was not created by fluxhop; leaving it alone"
             )
@@ -205,12 +207,21 @@ class MiniClusters(Waiting):
         return self.kube.list("Pod", labels=root.pod_selector)
 
     def lead_pod(self, root: Root) -> dict[str, Any] | None:
+        if root.dispatched:
+            manager = (root.obj.get("spec") or {}).get("managedBy")
+            raise InputError(
+                f"MiniCluster {root.name} runs on another cluster ({manager} keeps it): its pods "
+                "are there; use that cluster's context (--context), and status.output here for "
+                "the end of rank 0's output"
+            )
         leads = [p for p in self.pods(root) if completion_index(p) == 0]
         leads.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
         return leads[-1] if leads else None
 
     def _workload(self, root: Root) -> dict[str, Any]:
         """The object whose conditions tell how the job ended."""
+        if root.target is Target.MINICLUSTER and root.dispatched:
+            return root.obj  # no Job here: its status is the worker's, copied back
         if root.target is Target.MINICLUSTER:
             return self.kube.get("Job", root.name) or {}
         return root.obj
@@ -227,14 +238,16 @@ class MiniClusters(Waiting):
                 )
             except NotInstalled:
                 continue
-            if target is Target.MINICLUSTER:  # and the resources fluxhop's operator runs
+            if target is Target.MINICLUSTER:  # and the resources fluxhop's operator runs,
+                # or hands to another controller (MultiKueue: run on a worker cluster)
                 names = {o["metadata"]["name"] for o in objects}
                 objects += [
                     o
                     for o in self.kube.list(kind_name)
-                    if OPERATED in (o["metadata"].get("annotations") or {})
+                    if (OPERATED in (o["metadata"].get("annotations") or {})
+                        or Root(target, o).dispatched)
                     and o["metadata"]["name"] not in names
-                ]
+                ]  # fmt: skip
             statuses += [
                 self.status(Root(target, obj)) for obj in objects if not _owned_by_a_root(obj)
             ]
@@ -255,6 +268,11 @@ class MiniClusters(Waiting):
     # --- scale / delete -----------------------------------------------------------
 
     def scale(self, root: Root, size: int) -> Root:
+        if root.dispatched:
+            raise InputError(
+                f"MiniCluster {root.name} runs on another cluster, whose copy a new size here "
+                "does not reach; delete it and create it with the new size"
+            )
         if size < 1:
             raise InputError(f"--size must be 1 or more, not {size}")
         if size > root.max_size:

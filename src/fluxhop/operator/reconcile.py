@@ -161,13 +161,13 @@ class Reconciler:
             spec = read_spec(cr, self.kube.namespace)[0]
         except SpecError:
             return []
-        here = spec.model_copy(deep=True)
-        here.spec.managed_by = None  # rendered as if it were run here, for its pods' shape
-        template = prepare(operated(here, self.operator_namespace), Target.JOB,
-                           cluster_domain=self.cluster_domain)[-1]["spec"]["template"]  # fmt: skip
         name = workload_name(spec.name, cr["metadata"]["uid"])
         found = self.kube.get("Workload", name)
         if found is None:
+            here = spec.model_copy(deep=True)
+            here.spec.managed_by = None  # rendered as if it were run here, for its pods' shape
+            template = prepare(operated(here, self.operator_namespace), Target.JOB,
+                               cluster_domain=self.cluster_domain)[-1]["spec"]["template"]  # fmt: skip
             workload_for(self.kube, cr, here, template)
             return ["create Workload"]
         # evicted here (a worker evicted its copy, a worker was lost, a

@@ -12,6 +12,7 @@ from fluxhop.render.bundle import DEFAULT_PATHS
 from fluxhop.render.pod import LEAD_CLAIM_ANNOTATION, LEAD_STATE_VOLUME
 from fluxhop.render.targets import Target
 from fluxhop.spec.kueue import QUEUE_LABEL, resize_problem
+from fluxhop.spec.minicluster import FLUXHOP_OPERATOR
 from fluxhop.workload.marks import (
     AUTOSCALE,
     CONFIG_DIR,
@@ -145,10 +146,20 @@ class Root:
         return template
 
     @property
+    def dispatched(self) -> bool:
+        """A MiniCluster resource another controller keeps (spec.managedBy,
+        e.g. Kueue's MultiKueue, which runs it on a worker cluster): nothing
+        of it runs here, and its status is that controller's copy."""
+        if self.target is not Target.MINICLUSTER:
+            return False
+        manager = (self.obj.get("spec") or {}).get("managedBy")
+        return manager is not None and manager != FLUXHOP_OPERATOR
+
+    @property
     def queue(self) -> str | None:
         """The Kueue LocalQueue the workload was submitted to, if any."""
         if self.target is Target.MINICLUSTER:
-            return None  # Kueue does not manage the Flux Operator's resource
+            return None  # Kueue queues no resource of the Flux Operator's
         labels = self.obj["metadata"].get("labels") or {}
         queue = labels.get(QUEUE_LABEL)
         return str(queue) if queue else None

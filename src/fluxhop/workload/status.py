@@ -298,6 +298,8 @@ def status_of(
     leads = [p for p in leads if exit_code(p, root.container) not in ignored]
     lead = leads[0] if leads else None
     code = exit_code(lead, root.container) if lead else None
+    if code is None and root.dispatched:  # run on another cluster: its status says
+        code = (workload.get("status") or {}).get("exitCode")
     if failed(workload) or (code is not None and code != 0):
         state = "Failed"
     elif completed(workload) or code == 0:
@@ -308,6 +310,8 @@ def status_of(
         state = "Suspended"
     elif phases.get("Running", 0) >= root.size > 0:
         state = "Running"
+    elif root.dispatched and done.get("Ready") == "True":
+        state = "Running"  # elsewhere, as the status copied back says
     elif any(disrupted(p) and stopping(p) for p in pods):
         state = "Disrupted"  # pods evicted or preempted, not yet gone: the Job then replaces them
     else:

@@ -52,8 +52,16 @@ stop_broker() {
         kill -KILL "$child" 2>/dev/null || true
     else
         kill -TERM "$child" 2>/dev/null || true
+        # A worker leaves cleanly in a fraction of a second while rank 0
+        # runs; when rank 0 is gone too (the whole MiniCluster stopped: a
+        # Kueue preemption, a deletion) flux-core's broker waits ~20 s on
+        # SIGTERM for a parent that never answers. Its pod is going: bound it.
+        if [ "${rank:-}" != 0 ]; then
+            (sleep "$worker_leave_seconds" && kill -KILL "$child" 2>/dev/null) &
+        fi
     fi
 }
+worker_leave_seconds=3
 trap 'on_signal 143' TERM
 trap 'on_signal 130' INT
 
