@@ -12,7 +12,7 @@ from typing import Any
 from tests.realk8s.api import Api
 from tests.realk8s.tools import eventually
 
-__all__ = ["KUEUE", "QUEUE_LABEL", "local_queue", "workloads_of"]
+__all__ = ["KUEUE", "QUEUE_LABEL", "condition", "local_queue", "workload_priority", "workloads_of"]
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 FLAVOR = "default"
@@ -78,3 +78,17 @@ def workloads_of(admin: Api, namespace: str, job: str | None = None) -> list[dic
     return [w for w in found if job is None or any(
         owner["kind"] in ("Job", "MiniCluster") and owner["name"] == job
         for owner in w["metadata"].get("ownerReferences") or [])]  # fmt: skip
+
+
+def workload_priority(api: Api, name: str, value: int) -> None:
+    """A WorkloadPriorityClass, Kueue's own priority for a workload."""
+    api.apply(f"{KUEUE}/workloadpriorityclasses/{name}", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name}, "value": value,
+    }, "test")  # fmt: skip
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``obj``'s status condition of type ``kind`` ({} if it has none)."""
+    found = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in found if c["type"] == kind), {})

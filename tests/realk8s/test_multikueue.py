@@ -21,7 +21,7 @@ from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
 from tests.realk8s.multikueue import GONE, WORKER, Manager, manager_of, queues_on_both
 from tests.realk8s.outcomes import MINICLUSTERS
-from tests.realk8s.queues import KUEUE, QUEUE_LABEL, workloads_of
+from tests.realk8s.queues import KUEUE, QUEUE_LABEL, condition, workload_priority, workloads_of
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop
 
@@ -74,11 +74,6 @@ def dispatched(name: str, command: str | None, *, managed_by: str | None = MULTI
         "metadata": {"name": name, "labels": labels},
         "spec": spec,
     }
-
-
-def condition(cr: dict[str, Any], kind: str) -> dict[str, Any]:
-    found = (cr.get("status") or {}).get("conditions") or []
-    return next((c for c in found if c["type"] == kind), {})
 
 
 def ended(api: Api, path: str) -> dict[str, Any] | None:
@@ -134,13 +129,6 @@ def test_dispatched_to_the_worker_its_exit_shows_on_the_manager(
         f"/apis/batch/v1/namespaces/{namespace}/jobs/mk") is None, 120)  # fmt: skip
 
 
-def priority(api: Api, name: str, value: int) -> None:
-    api.apply(f"{KUEUE}/workloadpriorityclasses/{name}", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-        "metadata": {"name": name}, "value": value,
-    }, "test")  # fmt: skip
-
-
 def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
     manager: Manager, admin: Api, namespace: str, both: tuple[Operator, Operator]
 ):
@@ -152,8 +140,8 @@ def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
     path = f"{MINICLUSTERS.format(namespace)}/low"
     with manager.admin() as api:
         for where in (api, admin):
-            priority(where, "fluxhop-test-low", 10)
-            priority(where, "fluxhop-test-high", 1000)
+            workload_priority(where, "fluxhop-test-low", 10)
+            workload_priority(where, "fluxhop-test-high", 1000)
         api.create(
             MINICLUSTERS.format(namespace), dispatched("low", None, priority="fluxhop-test-low")
         )

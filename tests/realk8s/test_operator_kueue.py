@@ -18,7 +18,13 @@ from tests.realk8s.api import Api
 from tests.realk8s.conftest import SPARE
 from tests.realk8s.controllers import Running
 from tests.realk8s.outcomes import MINICLUSTERS
-from tests.realk8s.queues import KUEUE, QUEUE_LABEL, local_queue, workloads_of
+from tests.realk8s.queues import (
+    QUEUE_LABEL,
+    condition,
+    local_queue,
+    workload_priority,
+    workloads_of,
+)
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
 from tests.realk8s.test_operator import operator as operator
 
@@ -51,11 +57,6 @@ def resource(name: str, queue: str, *, command: str | None = None,
     return {"apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
             "metadata": {"name": name, "labels": {QUEUE_LABEL: queue, **(labels or {})}},
             "spec": spec}  # fmt: skip
-
-
-def condition(cr: dict[str, Any], kind: str) -> dict[str, Any]:
-    found = (cr.get("status") or {}).get("conditions") or []
-    return next((c for c in found if c["type"] == kind), {})
 
 
 def pods(admin: Api, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -117,18 +118,11 @@ def test_a_queued_minicluster_waits_is_admitted_onto_its_flavor_and_finishes_its
     assert ("Normal", "Admitted") in [e[:2] for e in events(admin, namespace, "second")]
 
 
-def priority(admin: Api, name: str, value: int) -> None:
-    admin.apply(f"{KUEUE}/workloadpriorityclasses/{name}", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-        "metadata": {"name": name}, "value": value,
-    }, "test")  # fmt: skip
-
-
 def test_a_higher_priority_preempts_it_and_it_comes_back(
     admin: Api, namespace: str, queue: str, operator: Operator
 ):
-    priority(admin, "fluxhop-test-low", 10)
-    priority(admin, "fluxhop-test-high", 1000)
+    workload_priority(admin, "fluxhop-test-low", 10)
+    workload_priority(admin, "fluxhop-test-high", 1000)
     path = MINICLUSTERS.format(namespace)
     admin.create(path, resource("low", queue, labels={"kueue.x-k8s.io/priority-class":
                                                       "fluxhop-test-low"}))  # fmt: skip
