@@ -79,6 +79,12 @@ RESOURCES = {
         "kueue.x-k8s.io/v1beta2",
         "WorkloadPriorityClass",
     ),
+    ("apis/kueue.x-k8s.io/v1beta2", "localqueues"): ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+    ("apis/kueue.x-k8s.io/v1beta2", "clusterqueues"): ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+    ("apis/kueue.x-k8s.io/v1beta2", "admissionchecks"): (
+        "kueue.x-k8s.io/v1beta2",
+        "AdmissionCheck",
+    ),
     ("apis/kopf.dev/v1", "kopfpeerings"): ("kopf.dev/v1", "KopfPeering"),
     # NNF's, read by rabbit MiniClusters; served only with crds=NNF_KINDS, written by seed()
     ("apis/nnf.cray.hpe.com/v1alpha11", "nnfcontainerprofiles"): (
@@ -112,7 +118,10 @@ RESOURCES = {
 # their decisions (tests/cluster/kueue.py), and fluxhop operator writes a queued
 # resource's Workload, checked against Kueue's CRD where tests/schemas.py finds it.
 NNF_KINDS = {"NnfContainerProfile", "NnfContainerData", "NnfAccess", "ClientMount", "Workflow"}
-KUEUE_KINDS = {"Workload", "ResourceFlavor", "WorkloadPriorityClass"}
+KUEUE_KINDS = {
+    "Workload", "ResourceFlavor", "WorkloadPriorityClass", "LocalQueue", "ClusterQueue",
+    "AdmissionCheck",
+}  # fmt: skip
 CRD_KINDS = {
     "JobSet", "MiniCluster", "TrainJob", "KopfPeering", "ClusterKopfPeering", *KUEUE_KINDS,
     *NNF_KINDS,
@@ -123,7 +132,7 @@ DEFAULT_CRDS = {"JobSet", "MiniCluster", "TrainJob"}
 CLUSTER_PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)/([^/]+)(?:/([^/]+))?$")
 CLUSTER_SCOPED = {
     "ClusterKopfPeering", "Node", "StorageClass", "MutatingAdmissionPolicy",
-    "ResourceFlavor", "WorkloadPriorityClass",
+    "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "AdmissionCheck",
 }  # fmt: skip
 ALL_NAMESPACES = ""
 PATH = re.compile(

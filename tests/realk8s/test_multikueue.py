@@ -165,3 +165,50 @@ def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
         (again,) = workloads_of(api, namespace, "low")
         assert condition(again, "Admitted")["status"] == "True", again["status"]
         assert workload["metadata"]["uid"] == again["metadata"]["uid"]  # the same, queued again
+
+
+def test_fluxhop_run_on_the_manager_follows_it_to_its_exit_code(
+    manager: Manager, admin: Api, namespace: str, both: tuple[Operator, Operator]
+):
+    """``fluxhop run --target minicluster --queue lq`` against the manager:
+    the queue dispatches, so the resource is made MultiKueue's; fluxhop says
+    which worker took it, prints rank 0's output that came back in its
+    status (argv intact), exits with the job's code, and deletes it."""
+    _, on_worker = both
+    flags = ["--namespace", namespace, "--queue", "lq", "--cpu", "1", "--flux-in-image",
+             "--image", "host", "-N", "2"]  # fmt: skip
+    done = fluxhop(manager.cluster, "run", "--target", "minicluster", *flags, "--name", "ran",
+                   "--", "sh", "-c", 'printf "[%s]" "a b" c; echo; exit 3', timeout=400)  # fmt: skip
+    assert done.returncode == 3, (done.stderr, on_worker.tail())
+    assert "[a b][c]" in done.stdout.splitlines(), done.stdout
+    assert f"fluxhop: dispatched by MultiKueue to worker cluster {WORKER}" in done.stderr
+    assert f"failed on worker cluster {WORKER}: rank 0 exited with code 3" in done.stderr
+    path = f"{MINICLUSTERS.format(namespace)}/ran"
+    with manager.admin() as api:
+        assert api.find(path) is None  # deleted once it ended, here and there
+    eventually("the worker's copy gone", lambda: admin.find(path) is None, 120)
+
+
+@pytest.mark.parametrize(
+    ("target", "queue", "said"),
+    [
+        ("minicluster", "nope", "queue 'nope' (label kueue.x-k8s.io/queue-name): there is no "
+                                "LocalQueue nope in namespace"),
+        ("job", "lq", "queue 'lq' (label kueue.x-k8s.io/queue-name) dispatches to other "
+                      "clusters"),
+    ],
+)  # fmt: skip
+def test_bad_input_on_the_manager_is_one_line_and_nothing_is_made(
+    manager: Manager, namespace: str, both: tuple[Operator, Operator], target: str, queue: str,
+    said: str,
+):  # fmt: skip
+    done = fluxhop(manager.cluster, "run", "--target", target, "--namespace", namespace,
+                   "--queue", queue, "--image", "host", "--name", "bad", "--", "true")  # fmt: skip
+    assert done.returncode != 0
+    assert done.stderr.startswith(f"fluxhop: {said}"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    with manager.admin() as api:
+        for kinds in (MINICLUSTERS.format(namespace), f"/apis/batch/v1/namespaces/{namespace}/jobs",
+                      f"/api/v1/namespaces/{namespace}/configmaps"):  # fmt: skip
+            names = [o["metadata"]["name"] for o in api.get(kinds)["items"]]
+            assert "bad" not in names and not [n for n in names if n.startswith("bad-")], names

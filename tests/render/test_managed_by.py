@@ -1,8 +1,11 @@
 """A MiniCluster another controller keeps (spec.managedBy) is a resource to
-hand over: fluxhop's Job and JobSet targets refuse it in one line; the Flux
-Operator's resource leaves the field out, with a warning."""
+hand over: fluxhop's Job and JobSet targets refuse it in one line; the
+MiniCluster resource carries it to that controller (MultiKueue dispatches
+it, and fluxhop operator runs the copy on a worker cluster)."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
@@ -30,7 +33,8 @@ def test_fluxhops_own_operator_is_no_other_controller():
     assert render(spec("fluxhop.io/operator"))[-1]["kind"] == "Job"
 
 
-def test_the_flux_operators_resource_leaves_it_out():
-    with pytest.warns(FluxhopWarning, match="spec.managedBy is not copied"):
+def test_the_resource_carries_it_to_that_controller():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FluxhopWarning)
         (resource,) = render(spec("kueue.x-k8s.io/multikueue"), "minicluster")
-    assert "managedBy" not in resource["spec"]
+    assert resource["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"

@@ -82,12 +82,26 @@ def create_command(
     if ops is None:
         return _create_local(job, timeout)
     root = ops.create(spec, job.target, cluster_domain=job.cluster_domain)
-    queued = f"; suspended until queue {root.queue} admits it" if root.queue else ""
+    if root.dispatched:
+        queued = f"; queue {root.queue} dispatches it to a worker cluster"
+    else:
+        queued = f"; suspended until queue {root.queue} admits it" if root.queue else ""
     click.echo(
         f"minicluster/{root.name} created ({root.target}, namespace {ops.kube.namespace}{queued})",
         err=True,
     )
-    if wait:
+    if wait and root.dispatched:
+        with ProgressDisplay(root.name) as display:
+            there = ops.follow_dispatched(
+                root, until_up=True, timeout=timeout, on_progress=display.update,
+                on_note=display.note,
+            )  # fmt: skip
+        click.echo(
+            f"minicluster/{root.name} running on worker cluster {there.cluster}; its pods are "
+            "there (--context)",
+            err=True,
+        )
+    elif wait:
         with ProgressDisplay(root.name) as display:
             ops.wait_ready(root, timeout=timeout, on_progress=display.update)
         click.echo(

@@ -33,6 +33,10 @@ def run_root(
     with ProgressDisplay(name) as display:
         try:
             root = create()
+            if root.dispatched:  # run on a worker cluster, followed from here
+                code = _follow_dispatched(root, ops, display, interactive, timeout)
+                keep = keep or interactive
+                return code
             if interactive:
                 ops.wait_ready(root, timeout=timeout, on_progress=display.update)
                 display.note(
@@ -67,3 +71,31 @@ def run_root(
         finally:
             if root is not None and not keep:
                 ops.delete_root(root)
+
+
+def _follow_dispatched(
+    root: Root, ops: MiniClusters, display: ProgressDisplay, interactive: bool, timeout: float
+) -> int:
+    """A MiniCluster MultiKueue runs on a worker cluster: say which, wait
+    (with Kueue's reason while none has room), print the end of rank 0's
+    output that came back in its status, and return its exit code."""
+    there = ops.follow_dispatched(
+        root,
+        until_up=interactive,
+        timeout=timeout,
+        on_progress=display.update,
+        on_note=display.note,
+    )
+    if interactive:
+        display.note(
+            f"interactive MiniCluster {root.name} is up on worker cluster {there.cluster}: "
+            "fluxhop shell with that cluster's --context; fluxhop delete here when done"
+        )
+        return 0
+    display.stop()
+    if there.output:
+        sys.stdout.write(there.output if there.output.endswith("\n") else there.output + "\n")
+        sys.stdout.flush()
+    if there.exit_code:
+        display.note(f"failed on worker cluster {there.cluster}: {there.failure}")
+    return there.exit_code or 0

@@ -77,7 +77,10 @@ INSTALL_HINT = {
     "MiniCluster": "install fluxhop's operator (kubectl apply -k deploy/) or the Flux "
     "Operator, or use --target job",
     "TrainJob": "install Kubeflow Trainer",
-    "Workload": "install Kueue, or create the MiniCluster without --queue",
+    **{
+        kind: "install Kueue, or create the MiniCluster without --queue"
+        for kind in ("Workload", "LocalQueue", "ClusterQueue", "AdmissionCheck")
+    },
     "LustreFileSystem": "install NNF's Lustre operator (lustre-fs-operator)",
 }
 

@@ -59,6 +59,10 @@ KINDS: dict[str, Kind] = {
         # what its admission names
         Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads"),
         Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", namespaced=False),
+        # and the queue a MiniCluster names, read before it is made (cluster/queue_route.py)
+        Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues"),
+        Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", namespaced=False),
+        Kind("kueue.x-k8s.io/v1beta2", "AdmissionCheck", "admissionchecks", namespaced=False),
         Kind(
             "kueue.x-k8s.io/v1beta2",
             "WorkloadPriorityClass",

@@ -20,8 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.api import Kube
+from fluxhop.cluster.dispatchwait import DispatchWait
 from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.logstream import follow_log
+from fluxhop.cluster.queue_route import queue_route
 from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
     AlreadyExists,
@@ -36,6 +38,7 @@ from fluxhop.errors import (
 )
 from fluxhop.render.objects import MANAGED_BY
 from fluxhop.render.targets import Target
+from fluxhop.spec.kueue import queue_of
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.workload.marks import (
     OPERATED,
@@ -57,7 +60,7 @@ from fluxhop.workload.status import (
 __all__ = ["MiniClusters", "selector_text"]
 
 
-class MiniClusters(Waiting):
+class MiniClusters(Waiting, DispatchWait):
     """MiniClusters in one namespace of one cluster."""
 
     def __init__(self, kube: Kube, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -82,6 +85,7 @@ class MiniClusters(Waiting):
         """
         if spec.namespace != self.kube.namespace:
             spec = spec.renamed(namespace=self.kube.namespace)
+        spec = _routed(self.kube, spec, Target.parse(target))
         health = spec.spec.health
         if health and health.on_failure == "replace" and Target.parse(target) != Target.MINICLUSTER:
             warnings.warn(
@@ -306,6 +310,20 @@ class MiniClusters(Waiting):
     def delete_root(self, root: Root) -> None:
         """One DELETE of the root; the garbage collector removes the rest."""
         self.kube.delete(ROOT_KINDS[root.target], root.name)
+
+
+def _routed(kube: Kube, spec: MiniCluster, target: Target) -> MiniCluster:
+    """``spec`` as its queue sends it: to MultiKueue (spec.managedBy) when
+    the queue dispatches to other clusters and the spec names no manager."""
+    queue = queue_of(spec)
+    if queue is None:
+        return spec
+    dispatcher = queue_route(kube, queue, target)
+    if dispatcher is None or spec.spec.managed_by is not None:
+        return spec
+    routed = spec.model_copy(deep=True)
+    routed.spec.managed_by = dispatcher
+    return routed
 
 
 def _owner_uids(obj: dict[str, Any]) -> set[str]:

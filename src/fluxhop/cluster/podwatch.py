@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fluxhop.cluster.api import Kube
@@ -136,6 +136,40 @@ class PodWatch:
         finally:
             stop.set()
 
+    def _root_changes(
+        self,
+        root: Root,
+        remaining: Callable[[], float | None],
+        stop: WatchStop,
+        waiting: Callable[[], str],
+    ) -> Iterator[tuple[Root, list[dict[str, Any]]]]:
+        """The root and Kueue's Workloads for it (where Kueue is installed),
+        each time either changes. It ends when nothing comes in ``remaining()``
+        seconds (None: no limit): the caller's timeout. The root deleted is
+        NotFound, saying what it was ``waiting`` for."""
+        events: queue.Queue[Any] = queue.Queue()
+        self._watch(ROOT_KINDS[root.target], {MINICLUSTER_LABEL: root.name}, stop, events)
+        uid = root.obj["metadata"].get("uid")
+        if uid:
+            self._watch("Workload", {KUEUE_JOB_UID: uid}, stop, events, optional=True)
+        workloads: dict[str, dict[str, Any]] = {}
+        while True:
+            item = self._next(events, remaining())
+            if item is None:
+                return
+            kind_of_event, event, obj = item
+            name = obj["metadata"]["name"]
+            if kind_of_event == "Workload":
+                if event == "DELETED":
+                    workloads.pop(name, None)
+                else:
+                    workloads[name] = obj
+            elif name == root.name:
+                if event == "DELETED":
+                    raise NotFound(f"MiniCluster {root.name} was deleted while {waiting()}")
+                root = Root(root.target, obj)
+            yield root, list(workloads.values())
+
     def _wait_admitted(
         self,
         root: Root,
@@ -148,45 +182,25 @@ class PodWatch:
         installed) until the queue admits it: Kueue unsuspends it."""
         queue_name = root.queue or ""
         stop = WatchStop()  # set when the wait is over: its watches end at once
-        events: queue.Queue[Any] = queue.Queue()
-        kind_name = ROOT_KINDS[root.target]
-        self._watch(kind_name, {MINICLUSTER_LABEL: root.name}, stop, events)
-        uid = root.obj["metadata"].get("uid")
-        if uid:
-            self._watch("Workload", {KUEUE_JOB_UID: uid}, stop, events, optional=True)
-        workloads: dict[str, dict[str, Any]] = {}
         progress.admission = admission(queue_name, [])
         if on_progress:
             on_progress(progress)
         try:
-            while True:
-                item = self._next(events, self._remaining(deadline))
-                if item is None:
-                    raise WaitTimeout(
-                        f"timed out after {timeout:g}s {progress.admission} (kubectl describe "
-                        f"localqueue {queue_name} shows why)"
-                    )
-                kind_of_event, event, obj = item
-                name = obj["metadata"]["name"]
-                if kind_of_event == "Workload":
-                    if event == "DELETED":
-                        workloads.pop(name, None)
-                    else:
-                        workloads[name] = obj
-                elif name == root.name:
-                    if event == "DELETED":
-                        raise NotFound(
-                            f"MiniCluster {root.name} was deleted while {progress.admission}"
-                        )
-                    root = Root(root.target, obj)
-                    if not root.suspended:
-                        progress.admission = None
-                        return root
-                progress.admission = admission(queue_name, list(workloads.values()))
+            for now, workloads in self._root_changes(
+                root, lambda: self._remaining(deadline), stop, lambda: str(progress.admission)
+            ):
+                if not now.suspended:
+                    progress.admission = None
+                    return now
+                progress.admission = admission(queue_name, workloads)
                 if on_progress:
                     on_progress(progress)
         finally:
             stop.set()
+        raise WaitTimeout(
+            f"timed out after {timeout:g}s {progress.admission} (kubectl describe "
+            f"localqueue {queue_name} shows why)"
+        )
 
     def _stuck(
         self, root: Root, progress: Progress, timeout: float, instance: bool = False

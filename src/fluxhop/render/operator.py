@@ -63,7 +63,6 @@ def _leave_out(body: dict[str, Any]) -> None:
                          ("autoscale", "does not size a MiniCluster to its queue"),
                          ("health", "runs no health checks"),
                          ("leadState", "keeps no state of rank 0 across its loss"),
-                         ("managedBy", "keeps every MiniCluster resource itself"),
                          ("suspend", "holds no MiniCluster")):  # fmt: skip
         if body.pop(section, None) is not None:
             warnings.warn(

@@ -157,10 +157,11 @@ class Root:
 
     @property
     def queue(self) -> str | None:
-        """The Kueue LocalQueue the workload was submitted to, if any."""
-        if self.target is Target.MINICLUSTER:
-            return None  # Kueue queues no resource of the Flux Operator's
+        """The Kueue LocalQueue the workload was submitted to, if any: a
+        MiniCluster resource names it on itself or in spec.jobLabels."""
         labels = self.obj["metadata"].get("labels") or {}
+        if self.target is Target.MINICLUSTER:
+            labels = {**labels, **((self.obj.get("spec") or {}).get("jobLabels") or {})}
         queue = labels.get(QUEUE_LABEL)
         return str(queue) if queue else None
 

@@ -91,7 +91,14 @@ def admission(queue: str, workloads: list[dict[str, Any]]) -> str:
         if condition and condition.get("status") == wants and condition.get("message"):
             return f"{waiting}: {' '.join(str(condition['message']).split())}"
     if found.get("QuotaReserved", {}).get("status") == "True":
-        return f"{waiting}: quota reserved, waiting for admission checks"
+        checks = [
+            f"{check.get('name')}: {' '.join(str(check['message']).split())}"
+            for check in latest.get("status", {}).get("admissionChecks") or []
+            if check.get("state") != "Ready" and check.get("message")
+        ]
+        return f"{waiting}: quota reserved, waiting for admission checks" + (
+            f" ({'; '.join(checks)})" if checks else ""
+        )
     return waiting
 
 
