@@ -53,7 +53,15 @@ from tests.realk8s.components import (
     etcd_flags,
     scheduler_flags,
 )
-from tests.realk8s.kubelet.network import GATEWAY, NETNS_PREFIX, create_bridge, delete_everything
+from tests.realk8s.kubelet.network import (
+    GATEWAY,
+    GUEST_DNS,
+    GUEST_NODE_INDEX,
+    NETNS_PREFIX,
+    create_bridge,
+    delete_everything,
+    guest_address,
+)
 from tests.realk8s.pki import CA, KeyPair
 from tests.realk8s.processes import Process
 
@@ -131,10 +139,14 @@ class LocalCluster:
         api_qps: int | None = None,
         name: str = "cluster",
     ) -> None:
-        """``name`` other than "cluster": a control plane only (etcd, the API
-        server, the controller manager: no nodes, scheduler, pod network or
-        DNS), beside the test cluster and apart from it (its own directory
-        and lock), e.g. a Kueue MultiKueue manager's."""
+        """``name`` other than "cluster": beside the test cluster and apart
+        from it (its own directory and lock). Without ``nodes``, a control
+        plane only (etcd, the API server, the controller manager: no
+        scheduler, pod network or DNS), e.g. a Kueue MultiKueue manager's.
+        With ``nodes``, a *guest* of the running test cluster: a whole
+        cluster whose pods hang off the test cluster's bridge (its nodes'
+        indexes from GUEST_NODE_INDEX, its DNS on GUEST_DNS), e.g. a second
+        MultiKueue worker; one guest at a time."""
         self.bin = bin_dir
         self.audited = audited  # groups whose requests the API server logs (audit_log)
         # the controller manager's and the scheduler's client rate (None: Kubernetes' defaults)
@@ -144,8 +156,9 @@ class LocalCluster:
         self.processes: dict[str, Process] = {}
         self.name = name
         self.full = name == "cluster"  # the test cluster: nodes, pods, the machine's pod network
-        if not self.full and nodes:
-            raise ClusterError(f"cluster {name} is a control plane only: it has no nodes")
+        self.guest = not self.full and bool(nodes)  # pods on the test cluster's network
+        self.first_node = GUEST_NODE_INDEX if self.guest else 0  # its nodes' network indexes
+        self.dns = GUEST_DNS if self.guest else GATEWAY
         self.workdir = RUN_DIR / name
         self.lock_file: Any = None
         self.created_left: list[
@@ -272,7 +285,7 @@ class LocalCluster:
                 api.create(path, obj)
         ready = free_port()
         config = self.workdir / "Corefile"
-        config.write_text(corefile(self.kubeconfig("coredns", pair=pair), ready))
+        config.write_text(corefile(self.kubeconfig("coredns", pair=pair), ready, self.dns))
         process = Process(
             "coredns", [str(self.bin / "coredns"), "-conf", str(config)], self.workdir
         )
@@ -334,7 +347,7 @@ class LocalCluster:
         root.mkdir(parents=True, exist_ok=True)
         config = {
             "name": spec.name,
-            "index": index,
+            "index": self.first_node + index,
             "server": self.server,
             "ca": str(self.ca.cert),
             "cert": str(pair.cert),
@@ -344,7 +357,7 @@ class LocalCluster:
             "server_binary": str(self.bin / "kubelet-server"),
             "port": free_port(),
             "root": str(root),
-            "dns": GATEWAY,
+            "dns": self.dns,
             "cluster_domain": CLUSTER_DOMAIN,
             "flux_prefix": str(self.flux_prefix) if self.flux_prefix else None,
             "capacity": spec.capacity,
@@ -393,6 +406,8 @@ class LocalCluster:
         self.workdir.chmod(0o755)
         if self.full:
             create_bridge()
+        elif self.guest:
+            guest_address(True)
         self.ca = CA(self.workdir / "pki")
         self.api_port = free_port()
         self.server = f"https://127.0.0.1:{self.api_port}"
@@ -419,7 +434,7 @@ class LocalCluster:
         self._etcd()
         self.start_apiserver()
         self._controller_manager()
-        if self.full:
+        if self.full or self.guest:
             self._scheduler()
             self._coredns()
         for index, spec in enumerate(self.node_specs):
@@ -458,7 +473,7 @@ class LocalCluster:
     def remove_pods_of(self, node: str) -> None:
         """End what a stopped kubelet's pods left running (their namespaces)."""
         index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
-        delete_everything(f"{NETNS_PREFIX}{index}-")
+        delete_everything(f"{NETNS_PREFIX}{self.first_node + index}-")
 
     @staticmethod
     def ready_nodes(api: Api) -> set[str]:
@@ -483,6 +498,8 @@ class LocalCluster:
             self.processes[name].stop()
         if self.full:
             delete_everything()  # the pods, which outlive their kubelets
+        elif self.guest:
+            self._delete_guest_pods()
         self.created_left = remove_created(self.workdir)
         for name in control_plane:
             if name in self.processes:
@@ -502,7 +519,16 @@ class LocalCluster:
 
     def sweep(self) -> list[str]:
         """Remove what a killed run left (its processes, namespaces, files)."""
-        return sweep(self.workdir, pod_network=self.full)
+        left = sweep(self.workdir, pod_network=self.full)
+        return left + (self._delete_guest_pods() if self.guest else [])
+
+    def _delete_guest_pods(self) -> list[str]:
+        """A guest's pods (its nodes' namespaces) and its DNS address, gone."""
+        found = []
+        for index in range(len(self.node_specs)):
+            found += delete_everything(f"{NETNS_PREFIX}{self.first_node + index}-")
+        guest_address(False)
+        return found
 
     def token(self, namespace: str, account: str, seconds: int = 3600) -> str:
         body = {

@@ -179,16 +179,17 @@ def scheduler_flags(kubeconfig: Path, port: int, qps: int | None = None) -> list
     ]
 
 
-def corefile(kubeconfig: Path, ready_port: int) -> str:
-    """CoreDNS on the pod network's gateway, answering for the cluster's
-    domain from the API (no forwarding: other names fail at once)."""
+def corefile(kubeconfig: Path, ready_port: int, address: str = GATEWAY) -> str:
+    """CoreDNS on ``address`` of the pod network's bridge (its gateway),
+    answering for the cluster's domain from the API (no forwarding: other
+    names fail at once)."""
     return (
         f"{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{\n"
-        f"    bind {GATEWAY}\n    errors\n    ready 127.0.0.1:{ready_port}\n"
+        f"    bind {address}\n    errors\n    ready 127.0.0.1:{ready_port}\n"
         f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{\n"
         f"        kubeconfig {kubeconfig}\n        pods insecure\n"
         "        fallthrough in-addr.arpa ip6.arpa\n    }\n}\n"
-        f".:53 {{\n    bind {GATEWAY}\n    errors\n}}\n"
+        f".:53 {{\n    bind {address}\n    errors\n}}\n"
     )
 
 

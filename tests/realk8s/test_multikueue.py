@@ -10,7 +10,9 @@ on the manager it makes the resource's Workload and nothing else."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,24 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
-from tests.realk8s.multikueue import GONE, WORKER, Manager, manager_of, queues_on_both
+from tests.realk8s.multikueue import (
+    GONE,
+    WORKER,
+    WORKER2,
+    Manager,
+    manager_of,
+    queues_on_both,
+    second_worker_of,
+)
 from tests.realk8s.outcomes import MINICLUSTERS
-from tests.realk8s.queues import KUEUE, QUEUE_LABEL, condition, workload_priority, workloads_of
+from tests.realk8s.queues import (
+    KUEUE,
+    QUEUE_LABEL,
+    condition,
+    local_queue,
+    workload_priority,
+    workloads_of,
+)
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop
 
@@ -74,6 +91,15 @@ def dispatched(name: str, command: str | None, *, managed_by: str | None = MULTI
         "metadata": {"name": name, "labels": labels},
         "spec": spec,
     }
+
+
+def run_on(manager: Manager, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
+    """``fluxhop run`` of two brokers on queue ``lq`` against the manager:
+    rank 0 prints its argv and exits 3."""
+    return fluxhop(manager.cluster, "run", "--target", "minicluster", "--namespace", namespace,
+                   "--queue", "lq", "--cpu", "1", "--flux-in-image", "--image", "host", "-N", "2",
+                   "--name", name, "--", "sh", "-c", 'printf "[%s]" "a b" c; echo; exit 3',
+                   timeout=400)  # fmt: skip
 
 
 def ended(api: Api, path: str) -> dict[str, Any] | None:
@@ -175,10 +201,7 @@ def test_fluxhop_run_on_the_manager_follows_it_to_its_exit_code(
     which worker took it, prints rank 0's output that came back in its
     status (argv intact), exits with the job's code, and deletes it."""
     _, on_worker = both
-    flags = ["--namespace", namespace, "--queue", "lq", "--cpu", "1", "--flux-in-image",
-             "--image", "host", "-N", "2"]  # fmt: skip
-    done = fluxhop(manager.cluster, "run", "--target", "minicluster", *flags, "--name", "ran",
-                   "--", "sh", "-c", 'printf "[%s]" "a b" c; echo; exit 3', timeout=400)  # fmt: skip
+    done = run_on(manager, namespace, "ran")
     assert done.returncode == 3, (done.stderr, on_worker.tail())
     assert "[a b][c]" in done.stdout.splitlines(), done.stdout
     assert f"fluxhop: dispatched by MultiKueue to worker cluster {WORKER}" in done.stderr
@@ -212,3 +235,30 @@ def test_bad_input_on_the_manager_is_one_line_and_nothing_is_made(
                       f"/api/v1/namespaces/{namespace}/configmaps"):  # fmt: skip
             names = [o["metadata"]["name"] for o in api.get(kinds)["items"]]
             assert "bad" not in names and not [n for n in names if n.startswith("bad-")], names
+
+
+def test_with_the_first_worker_full_the_second_one_gets_it(
+    manager: Manager, cluster: LocalCluster, admin: Api, namespace: str,
+    both: tuple[Operator, Operator], tmp_path: Path,
+):  # fmt: skip
+    """A second worker with nodes of its own (a guest cluster on this
+    machine's pod network, its own Kueue and fluxhop operator): the first
+    worker's quota taken by a MiniCluster made there, the one created on the
+    manager goes to the second and runs there with real Flux."""
+    _, on_worker = both
+    with second_worker_of(manager, cluster) as second, second.cluster.admin() as there, \
+            ExitStack() as stack:  # fmt: skip
+        there.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        stack.enter_context(local_queue(there, namespace, "lq", {"cpu": "2"}))
+        on_second = Operator(second.cluster, second.operator_kubeconfig, namespace,
+                             tmp_path / "second.log")  # fmt: skip
+        stack.callback(on_second.stop)
+        # the first worker full: an interactive MiniCluster of its own has its quota
+        admin.create(MINICLUSTERS.format(namespace), dispatched("filler", None, managed_by=None))
+        until("the first worker full", on_worker, lambda: condition(admin.get(
+            f"{MINICLUSTERS.format(namespace)}/filler"), "Ready").get("status") == "True", 300)  # fmt: skip
+        done = run_on(manager, namespace, "spill")
+        assert done.returncode == 3, (done.stderr, on_second.tail())
+        assert "[a b][c]" in done.stdout.splitlines(), done.stdout
+        assert f"fluxhop: dispatched by MultiKueue to worker cluster {WORKER2}" in done.stderr
+        assert f"worker cluster {WORKER}\n" not in done.stderr, done.stderr

@@ -26,10 +26,13 @@ from typing import Any
 __all__ = [
     "BRIDGE",
     "GATEWAY",
+    "GUEST_DNS",
+    "GUEST_NODE_INDEX",
     "NETNS_PREFIX",
     "NodeNetwork",
     "create_bridge",
     "delete_everything",
+    "guest_address",
     "hosts_file",
     "links",
     "netns_names",
@@ -39,6 +42,11 @@ __all__ = [
 BRIDGE = "fhk8s0"
 GATEWAY = "198.19.0.1"
 PREFIX_LENGTH = 16
+# A second cluster whose nodes share the bridge (a guest of the test cluster,
+# e.g. a second MultiKueue worker): its nodes' indexes start here, so their
+# pods get 198.19.201.x and up, and its cluster DNS answers on GUEST_DNS.
+GUEST_NODE_INDEX = 200
+GUEST_DNS = "198.19.255.1"
 NETNS_PREFIX = "fhk8s-"
 VETH_PREFIX = "fhk"
 
@@ -64,6 +72,12 @@ def create_bridge() -> None:
             f"link set {BRIDGE} up\n"
         ),
     )
+
+
+def guest_address(present: bool) -> None:
+    """GUEST_DNS on the bridge (``present``), or taken off it."""
+    verb = "add" if present else "del"
+    _ip("addr", verb, f"{GUEST_DNS}/{PREFIX_LENGTH}", "dev", BRIDGE, check=present)
 
 
 def netns_names() -> list[str]:
