@@ -93,13 +93,14 @@ def dispatched(name: str, command: str | None, *, managed_by: str | None = MULTI
     }
 
 
-def run_on(manager: Manager, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
+def run_on(manager: Manager, namespace: str, name: str,
+           *flags: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """``fluxhop run`` of two brokers on queue ``lq`` against the manager:
     rank 0 prints its argv and exits 3."""
     return fluxhop(manager.cluster, "run", "--target", "minicluster", "--namespace", namespace,
                    "--queue", "lq", "--cpu", "1", "--flux-in-image", "--image", "host", "-N", "2",
-                   "--name", name, "--", "sh", "-c", 'printf "[%s]" "a b" c; echo; exit 3',
-                   timeout=400)  # fmt: skip
+                   "--name", name, *flags, "--", "sh", "-c",
+                   'printf "[%s]" "a b" c; echo; exit 3', timeout=400)  # fmt: skip
 
 
 def ended(api: Api, path: str) -> dict[str, Any] | None:
@@ -241,11 +242,22 @@ def test_with_the_first_worker_full_the_second_one_gets_it(
     manager: Manager, cluster: LocalCluster, admin: Api, namespace: str,
     both: tuple[Operator, Operator], tmp_path: Path,
 ):  # fmt: skip
-    """A second worker with nodes of its own (a guest cluster on this
-    machine's pod network, its own Kueue and fluxhop operator): the first
-    worker's quota taken by a MiniCluster made there, the one created on the
-    manager goes to the second and runs there with real Flux."""
+    """The first worker's quota taken by a MiniCluster made there: one
+    created on the manager waits, fluxhop run saying why; then a second
+    worker with nodes of its own (a guest cluster on this machine's pod
+    network, its own Kueue and fluxhop operator) gets it, and it runs there
+    with real Flux."""
     _, on_worker = both
+    # the first worker full: an interactive MiniCluster of its own has its quota
+    admin.create(MINICLUSTERS.format(namespace), dispatched("filler", None, managed_by=None))
+    until("the first worker full", on_worker, lambda: condition(admin.get(
+        f"{MINICLUSTERS.format(namespace)}/filler"), "Ready").get("status") == "True", 300)  # fmt: skip
+    waited = run_on(manager, namespace, "waits", "--timeout", "20")
+    assert waited.returncode != 0
+    # the manager's quota is there; MultiKueue's check waits for a worker with room
+    assert ("timed out after 20s waiting for MiniCluster waits: waiting for admission by queue "
+            "lq: quota reserved, waiting for admission checks (fluxhop-multikueue Pending)"
+            ) in waited.stderr, waited.stderr  # fmt: skip
     with second_worker_of(manager, cluster) as second, second.cluster.admin() as there, \
             ExitStack() as stack:  # fmt: skip
         there.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -253,10 +265,6 @@ def test_with_the_first_worker_full_the_second_one_gets_it(
         on_second = Operator(second.cluster, second.operator_kubeconfig, namespace,
                              tmp_path / "second.log")  # fmt: skip
         stack.callback(on_second.stop)
-        # the first worker full: an interactive MiniCluster of its own has its quota
-        admin.create(MINICLUSTERS.format(namespace), dispatched("filler", None, managed_by=None))
-        until("the first worker full", on_worker, lambda: condition(admin.get(
-            f"{MINICLUSTERS.format(namespace)}/filler"), "Ready").get("status") == "True", 300)  # fmt: skip
         done = run_on(manager, namespace, "spill")
         assert done.returncode == 3, (done.stderr, on_second.tail())
         assert "[a b][c]" in done.stdout.splitlines(), done.stdout

@@ -34,7 +34,7 @@ def test_a_pending_admission_check_says_its_message():
     state = dispatch_of(resource(), [workload(("QuotaReserved", "True", ""), checks=[check])], "lq")
     assert state.summary() == (
         "waiting for admission by queue lq: quota reserved, waiting for admission checks "
-        '(mk: The workload got reservation on "w1")'
+        '(mk Pending: The workload got reservation on "w1")'
     )
 
 

@@ -52,7 +52,8 @@ class DispatchWait(PodWatch):
                     on_note(_moved(was, state))
                 if on_progress:
                     on_progress(Progress(root.size, admission=state.summary()))
-                if state.ended or (until_up and state.up):
+                # up, once the Workload (its own watch) has said where
+                if state.ended or (until_up and state.up and state.cluster is not None):
                     return state
         finally:
             stop.set()

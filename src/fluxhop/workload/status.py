@@ -92,9 +92,10 @@ def admission(queue: str, workloads: list[dict[str, Any]]) -> str:
             return f"{waiting}: {' '.join(str(condition['message']).split())}"
     if found.get("QuotaReserved", {}).get("status") == "True":
         checks = [
-            f"{check.get('name')}: {' '.join(str(check['message']).split())}"
+            f"{check.get('name')} {check.get('state') or 'Pending'}"
+            + (f": {' '.join(str(check['message']).split())}" if check.get("message") else "")
             for check in latest.get("status", {}).get("admissionChecks") or []
-            if check.get("state") != "Ready" and check.get("message")
+            if check.get("state") != "Ready"
         ]
         return f"{waiting}: quota reserved, waiting for admission checks" + (
             f" ({'; '.join(checks)})" if checks else ""
