@@ -71,6 +71,25 @@ def local_queue(admin: Api, namespace: str, name: str, quota: dict[str, str], *,
         )
 
 
+@contextmanager
+def topology_queue(admin: Api, namespace: str, name: str, quota: dict[str, str]) -> Iterator[str]:
+    """LocalQueue ``name`` whose one flavor, ``tas``, names Topology ``zones``
+    over the kubelets' node labels (zone, then host name): Kueue's
+    topology-aware scheduling."""
+    admin.apply(f"{KUEUE}/topologies/zones", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "zones"},
+        "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"},
+                            {"nodeLabel": "kubernetes.io/hostname"}]},
+    }, "test")  # fmt: skip
+    try:
+        with local_queue(admin, namespace, name, quota, flavor="tas", nodes={
+                "nodeLabels": {"kubernetes.io/os": "linux"}, "topologyName": "zones"}):  # fmt: skip
+            yield name
+    finally:
+        admin.delete(f"{KUEUE}/resourceflavors/tas")
+        admin.delete(f"{KUEUE}/topologies/zones")
+
+
 def workloads_of(admin: Api, namespace: str, job: str | None = None) -> list[dict[str, Any]]:
     """Kueue's Workloads in ``namespace`` (those of Job or MiniCluster
     resource ``job`` only, if named)."""

@@ -20,7 +20,7 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
-from tests.realk8s.queues import KUEUE, local_queue
+from tests.realk8s.queues import KUEUE, local_queue, topology_queue
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
 
 QUOTA = {"cpu": "2"}  # two brokers of one CPU each
@@ -161,28 +161,7 @@ def test_topology_aware_scheduling_takes_the_topology(cluster: LocalCluster, adm
                                                        kueue: Running, needs_flux):  # fmt: skip
     """A Topology over the kubelets' node labels (zone, then host name) and a
     flavor that names it: --topology required:ZONE puts every broker in one zone."""
-    admin.apply(f"{KUEUE}/topologies/zones", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "zones"},
-        "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]},
-    }, "test")  # fmt: skip
-    admin.apply(f"{KUEUE}/resourceflavors/tas", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tas"},
-        "spec": {"nodeLabels": {"kubernetes.io/os": "linux"}, "topologyName": "zones"},
-    }, "test")  # fmt: skip
-    cq = f"tas-{namespace}"
-    admin.apply(f"{KUEUE}/clusterqueues/{cq}", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
-        "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": "tas", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}],
-        },
-    }, "test")  # fmt: skip
-    admin.apply(f"{KUEUE}/namespaces/{namespace}/localqueues/near", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": "near", "namespace": namespace}, "spec": {"clusterQueue": cq},
-    }, "test")  # fmt: skip
-    try:
+    with topology_queue(admin, namespace, "near", {"cpu": "8"}):
         done = fluxhop(cluster, "run", *flags(namespace, "near", "-N", "2", "--name", "near", "--keep",
                                               "--topology", "required:topology.kubernetes.io/zone",
                                               "--", "hostname"), timeout=300)  # fmt: skip
@@ -199,13 +178,4 @@ def test_topology_aware_scheduling_takes_the_topology(cluster: LocalCluster, adm
         assert assignment.get("topologyAssignment"), (
             assignment
         )  # Kueue placed it, not the scheduler alone
-    finally:
         fluxhop(cluster, "delete", "--namespace", namespace, "near")
-        eventually(
-            "its Workload gone",
-            lambda: not admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"],
-        )
-        admin.delete(f"{KUEUE}/namespaces/{namespace}/localqueues/near")
-        admin.delete(f"{KUEUE}/clusterqueues/{cq}")
-        admin.delete(f"{KUEUE}/resourceflavors/tas")
-        admin.delete(f"{KUEUE}/topologies/zones")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fluxhop.spec.kueue import REQUIRED_TOPOLOGY
 from tests.realk8s.api import Api
 from tests.realk8s.conftest import SPARE
 from tests.realk8s.controllers import Running
@@ -22,6 +23,7 @@ from tests.realk8s.queues import (
     QUEUE_LABEL,
     condition,
     local_queue,
+    topology_queue,
     workload_priority,
     workloads_of,
 )
@@ -151,3 +153,34 @@ def test_a_higher_priority_preempts_it_and_it_comes_back(
     (workload,) = workloads_of(admin, namespace, "low")
     requeued = condition(workload, "Requeued")
     assert requeued.get("status") == "True", workload["status"]
+
+
+def test_topology_aware_scheduling_places_its_brokers_in_one_zone(
+    kueue: Running, admin: Api, namespace: str, operator: Operator
+):
+    """The pods' podset-required-topology annotation becomes the Workload's
+    topology request; admitted with a topology assignment, the operator gates
+    the pods and names the Workload on them, and Kueue's TopologyUngater
+    places each (its node selector) in the one zone it chose."""
+    with topology_queue(admin, namespace, "near", {"cpu": "8"}):
+        doc = resource("near", "near", command="hostname")
+        doc["spec"]["pod"] = {"annotations": {REQUIRED_TOPOLOGY: "topology.kubernetes.io/zone"}}
+        admin.create(MINICLUSTERS.format(namespace), doc)
+        path = f"{MINICLUSTERS.format(namespace)}/near"
+        until("near Succeeded", operator, lambda: condition(
+            admin.get(path), "Succeeded").get("status") == "True", 300)  # fmt: skip
+        (workload,) = workloads_of(admin, namespace, "near")
+        (pod_set,) = workload["spec"]["podSets"]
+        assert pod_set["topologyRequest"]["required"] == "topology.kubernetes.io/zone"
+        (assignment,) = workload["status"]["admission"]["podSetAssignments"]
+        assert assignment.get("topologyAssignment"), assignment  # Kueue placed it
+        placed = pods(admin, namespace, "near")
+        assert len(placed) == 2
+        zones = {admin.get(f"/api/v1/nodes/{p['spec']['nodeName']}")["metadata"]["labels"][
+            "topology.kubernetes.io/zone"] for p in placed}  # fmt: skip
+        assert len(zones) == 1, zones
+        for pod in placed:  # ungated by Kueue, which gave each its domain
+            assert not pod["spec"].get("schedulingGates"), pod["spec"]
+            assert "kubernetes.io/hostname" in pod["spec"].get("nodeSelector", {}), pod["spec"]
+            assert pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == (
+                workload["metadata"]["name"])  # fmt: skip

@@ -60,6 +60,18 @@ def test_a_workload_priority_class_gives_both_fields():
     assert made["spec"]["priority"] == 900
 
 
+def test_the_topology_request_is_the_one_kueue_makes_for_a_job():
+    (pod_set,) = workload()["spec"]["podSets"]
+    assert pod_set["topologyRequest"] == {
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index"
+    }
+    spec, owner = queued()
+    spec.spec.pod.annotations["kueue.x-k8s.io/podset-required-topology"] = "zone"
+    made = kueue_workload(spec, render(spec)[-1]["spec"]["template"], owner)
+    assert made["spec"]["podSets"][0]["topologyRequest"] == {
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index", "required": "zone"}  # fmt: skip
+
+
 @pytest.mark.skipif(kueue_crds() is None, reason="Kueue's Go module is not fetched here")
 def test_kueues_crd_admits_it():
     validate(workload(priority=Priority("urgent", 900)))

@@ -120,3 +120,35 @@ def test_an_admission_against_the_pods_own_node_selector_is_refused():
     made = {"metadata": {}, "spec": {"nodeSelector": {"pool": "cpu"}, "containers": []}}
     with pytest.raises(ValueError, match="sets nodeSelector pool to 'gpu', the pods ask for 'cpu'"):
         started(made, pod_set_info(ADMITTED, {"gpus": GPU}))
+
+
+def placed(request: dict | None) -> dict:
+    """ADMITTED with a topology assignment (Kueue's TAS), its pod set asking ``request``."""
+    assignment = {**ADMITTED["status"]["admission"]["podSetAssignments"][0],
+                  "topologyAssignment": {"levels": ["zone"], "slices": []}}  # fmt: skip
+    pod_set = {"name": "brokers", "count": 2, **({"topologyRequest": request} if request else {})}
+    return {**ADMITTED, "spec": {"podSets": [pod_set]},
+            "status": {**ADMITTED["status"], "admission": {
+                "clusterQueue": "cq", "podSetAssignments": [assignment]}}}  # fmt: skip
+
+
+def test_a_topology_assignment_gates_the_pods_for_kueues_ungater():
+    made = {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "zone"}},
+            "spec": {"containers": []}}  # fmt: skip
+    info = pod_set_info(placed({"required": "zone", "podIndexLabel": "i"}), {"gpus": GPU})
+    running = started(made, info)
+    assert running["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert running["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/podset-required-topology": "zone",
+        "kueue.x-k8s.io/workload": "w",  # how the ungater finds them
+    }
+    back = restored(running, made)
+    assert back == made  # evicted: no gate, no annotation of the admission's
+
+
+def test_an_assignment_without_a_request_is_unconstrained():
+    info = pod_set_info(placed({"podIndexLabel": "i"}), {"gpus": GPU})
+    assert info.annotations["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"
+    assert "kueue.x-k8s.io/podset-unconstrained-topology" not in pod_set_info(
+        placed({"preferred": "zone"}), {"gpus": GPU}).annotations  # fmt: skip
+    assert pod_set_info(ADMITTED, {"gpus": GPU}).scheduling_gates == []  # no topology: no gate

@@ -10,6 +10,10 @@ pod template, so one pod set of ``size`` pods, named ``brokers``. Its
 template is the Job's pod template as rendered, whose requests are what
 Kueue counts against the quota; it is also what an evicted MiniCluster's
 pods are put back to (Kueue keeps the originals there for the same reason).
+Its topology request is the one Kueue's Job integration makes: the pods'
+``podset-required-topology`` or ``-preferred-topology`` annotation, and the
+completion index as the pod index, so that topology-aware scheduling places
+ranks in order.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.render.objects import MINICLUSTER_LABEL, owner_reference
-from fluxhop.spec.kueue import KUEUE_JOB_UID, KUEUE_PREFIX, queue_of
+from fluxhop.spec.kueue import KUEUE_JOB_UID, KUEUE_PREFIX, queue_of, topology_of
 from fluxhop.spec.minicluster import MiniCluster
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 POD_SET = "brokers"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # a WorkloadPriorityClass, Kueue's own
+POD_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"  # the Job controller's, on each pod
 _MAX_NAME = 253
 
 
@@ -69,6 +74,15 @@ def _template(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": kept, "spec": copy.deepcopy(pod["spec"])}
 
 
+def _topology_request(spec: MiniCluster) -> dict[str, str]:
+    request = {"podIndexLabel": POD_INDEX_LABEL}
+    topology = topology_of(spec)
+    if topology is not None:
+        level, required = topology
+        request["required" if required else "preferred"] = level
+    return request
+
+
 def kueue_workload(
     spec: MiniCluster,
     pod_template: Mapping[str, Any],
@@ -89,7 +103,12 @@ def kueue_workload(
     body: dict[str, Any] = {
         "queueName": queue,
         "podSets": [
-            {"name": POD_SET, "count": spec.spec.size, "template": _template(pod_template)}
+            {
+                "name": POD_SET,
+                "count": spec.spec.size,
+                "template": _template(pod_template),
+                "topologyRequest": _topology_request(spec),
+            }
         ],
     }
     if priority is not None:

@@ -8,6 +8,9 @@ does, for a job of its own kinds, what these functions let the operator do:
 * start a job once its Workload is ``Admitted``, its pods given the node
   labels and tolerations of the ResourceFlavors the admission assigned
   (``podset.FromAssignment``) and what admission checks add to a pod set;
+  with a topology assignment (topology-aware scheduling), its pods gated
+  until Kueue's TopologyUngater, which finds them by the Workload's name in
+  an annotation and the pod set label, gives each its domain;
 * stop it when Kueue evicts the Workload (preempted, deactivated...): hold
   the job, its pods put back as they were, and once no pod runs release the
   quota (``UnsetQuotaReservationWithCondition``); nothing else releases it;
@@ -42,8 +45,11 @@ __all__ = [
 ]
 
 PODSET_LABEL = "kueue.x-k8s.io/podset"  # on an admitted pod set's pods, as Kueue's jobs have it
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # how Kueue's TopologyUngater finds the pods
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # held until the ungater places each pod
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"  # implicit topology-aware
 REQUEUED_ON = ("Preempted", "NodeFailures")  # evictions Kueue queues again at once
-_SCHEDULING = ("nodeSelector", "tolerations")
+_SCHEDULING = ("nodeSelector", "tolerations", "schedulingGates")
 
 
 def _conditions(workload: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -100,6 +106,7 @@ class PodSetInfo:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    scheduling_gates: list[str] = field(default_factory=list)
 
     def merge(self, update: Mapping[str, Any], where: str) -> None:
         """Add an admission check's update; a key set twice to two values is
@@ -129,6 +136,8 @@ def pod_set_info(
     for assignment in assignments:
         if assignment.get("name") != POD_SET:
             continue
+        if assignment.get("topologyAssignment"):
+            _topology(info, workload)
         for name in sorted(set((assignment.get("flavors") or {}).values())):
             flavor = (flavors.get(name) or {}).get("spec") or {}
             info.merge({"nodeSelector": flavor.get("nodeLabels"),
@@ -138,6 +147,17 @@ def pod_set_info(
             if update.get("name") == POD_SET:
                 info.merge(update, f"admission check {check.get('name')}")
     return info
+
+
+def _topology(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+    """A topology assignment: gated pods the ungater can find (Kueue's
+    ``podset.FromAssignment`` and ``getPodSetsInfoFromStatus``)."""
+    info.scheduling_gates.append(TOPOLOGY_GATE)
+    info.annotations[WORKLOAD_ANNOTATION] = str(workload["metadata"]["name"])
+    sets = (workload.get("spec") or {}).get("podSets") or []
+    request = next((s.get("topologyRequest") or {} for s in sets if s.get("name") == POD_SET), {})
+    if not any(key in request for key in ("required", "preferred", "unconstrained")):
+        info.annotations[UNCONSTRAINED] = "true"
 
 
 def started(template: Mapping[str, Any], info: PodSetInfo) -> dict[str, Any]:
@@ -159,6 +179,10 @@ def started(template: Mapping[str, Any], info: PodSetInfo) -> dict[str, Any]:
     tolerations += [t for t in info.tolerations if t not in tolerations]
     if tolerations:
         pod["tolerations"] = tolerations
+    gates = list(pod.get("schedulingGates") or [])
+    gates += [{"name": g} for g in info.scheduling_gates if {"name": g} not in gates]
+    if gates:
+        pod["schedulingGates"] = gates
     return out
 
 
