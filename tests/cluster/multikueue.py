@@ -103,9 +103,15 @@ class MultiKueue:
                              "message": message}],
                      clusterName=None)  # fmt: skip
 
-    def finish(self, name: str) -> None:
-        self._decide(name, [{"type": "Finished", "status": "True", "reason": "Succeeded",
-                             "message": "finished on the worker"}])  # fmt: skip
+    def finish(self, name: str, *, reason: str = "Succeeded",
+               message: str = "finished on the worker") -> None:  # fmt: skip
+        self._decide(name, [{"type": "Finished", "status": "True", "reason": reason,
+                             "message": message}])  # fmt: skip
+
+    def reject(self, name: str, message: str) -> None:
+        """MultiKueue's check rejects it (Kueue then deactivates the Workload)."""
+        checks = [{"name": CHECK, "state": "Rejected", "message": message}]
+        self._decide(name, [], admissionChecks=checks)
 
     def report(self, name: str, status: dict[str, Any]) -> None:
         """The worker's status of its copy, copied onto the manager's resource."""

@@ -12,10 +12,10 @@ import threading
 import pytest
 
 from fluxhop.cli import main
-from fluxhop.errors import InputError
+from fluxhop.errors import FluxhopWarning, InputError, WaitTimeout
 from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.placement import Placement
-from tests.cluster.fakeapi import DEFAULT_CRDS, KUEUE_KINDS, FakeAPIServer
+from tests.cluster.fakeapi import DEFAULT_CRDS, KUEUE_KINDS, RESOURCES, FakeAPIServer
 from tests.cluster.multikueue import MultiKueue, multikueue_queue, worker_status
 from tests.cluster.test_kueue import Watcher
 
@@ -82,7 +82,10 @@ def test_the_follow_says_why_it_waits_which_worker_took_it_and_how_it_ended(ops,
     mk.report("demo", worker_status(up=2))
     follow.until("running on worker cluster worker-1: 2/2 brokers up")
     mk.give_back("demo", "Preempted on worker-1")  # taken back: queued again
-    follow.until("waiting for admission by queue lq: Preempted on worker-1")
+    # its resource still has worker-1's last status (Ready): not news of the next
+    assert follow.until("waiting for admission") == (
+        "waiting for admission by queue lq: Preempted on worker-1"
+    )
     assert notes[-1] == (
         "worker cluster worker-1 gave it back; waiting for admission by queue lq: "
         "Preempted on worker-1"
@@ -102,8 +105,11 @@ def test_an_ended_job_waits_for_its_last_status(ops, fake):
     root = ops.create(queued(), "minicluster")
     follow = Watcher(ops.follow_dispatched, root, timeout=60)
     mk.dispatch("demo", "worker-1")
+    follow.until("dispatched to worker cluster worker-1")
+    mk.report("demo", worker_status(up=2))
+    follow.until("running on worker cluster worker-1")
     mk.report("demo", worker_status(up=0, code=0))
-    follow.until("worker-1")
+    follow.until("dispatched to worker cluster worker-1: 0/2")  # over: no longer up
     assert follow.result.empty()
     mk.finish("demo")
     assert follow.outcome().exit_code == 0
@@ -113,7 +119,7 @@ def test_a_follow_that_times_out_says_what_it_waits_for(ops, fake):
     multikueue_queue(fake, "lq")
     root = ops.create(queued(), "minicluster")
     MultiKueue(fake).hold("demo", REASON)
-    with pytest.raises(Exception, match=f"timed out after 0.2s .*{REASON}"):
+    with pytest.raises(WaitTimeout, match=f"timed out after 0.2s .*{REASON}"):
         ops.follow_dispatched(root, timeout=0.2)
 
 
@@ -162,3 +168,75 @@ def test_fluxhop_create_wait_waits_until_it_runs_on_a_worker(cli_cluster, kubeco
     assert "queue lq dispatches it to a worker cluster" in err
     assert "minicluster/up running on worker cluster worker-1" in err
     assert cli_cluster.objects(kinds=("MiniCluster",))  # left running
+
+
+def test_a_worker_that_gave_it_back_restarts_the_wait(ops, fake):
+    """worker-1's last status (brokers up) stays on the resource after a
+    give-back: the wait is for a worker again, with its timeout."""
+    multikueue_queue(fake, "lq")
+    mk = MultiKueue(fake)
+    root = ops.create(queued(), "minicluster")
+    follow = Watcher(ops.follow_dispatched, root, timeout=0.5)
+    mk.dispatch("demo", "worker-1")
+    mk.report("demo", worker_status(up=2))
+    follow.until("running on worker cluster worker-1")
+    mk.give_back("demo", "Preempted on worker-1")
+    timed_out = follow.outcome()
+    assert isinstance(timed_out, WaitTimeout), timed_out
+    assert "waiting for admission by queue lq: Preempted on worker-1" in str(timed_out)
+
+
+@pytest.mark.parametrize(
+    ("decide", "said"),
+    [
+        (lambda mk: mk.finish("demo", reason="FailedToStart", message="cannot start: x"),
+         "its Workload finished: cannot start: x"),
+        (lambda mk: mk.reject("demo", "No multikueue adapter found"),
+         "admission check multikueue rejected it: No multikueue adapter found"),
+    ],
+)  # fmt: skip
+def test_kueue_ending_it_first_ends_the_follow(ops, fake, decide, said):
+    multikueue_queue(fake, "lq")
+    mk = MultiKueue(fake)
+    root = ops.create(queued(), "minicluster")
+    follow = Watcher(ops.follow_dispatched, root, timeout=60)
+    mk.hold("demo", REASON)
+    follow.until("waiting for admission")
+    decide(mk)
+    ended = follow.outcome()
+    assert (ended.ended, ended.exit_code, ended.failure) == (True, 1, said)
+
+
+def test_an_end_whose_output_never_comes_ends_after_a_while(ops, fake, monkeypatch):
+    monkeypatch.setattr("fluxhop.cluster.dispatchwait.LAST_STATUS_WAIT", 0.3)
+    multikueue_queue(fake, "lq")
+    mk = MultiKueue(fake)
+    root = ops.create(queued(), "minicluster")
+    follow = Watcher(ops.follow_dispatched, root, timeout=60)
+    mk.dispatch("demo", "worker-1")
+    mk.report("demo", worker_status(up=0, code=2))  # no output, Workload never finished
+    ended = follow.outcome()
+    assert (ended.ended, ended.exit_code, ended.output) == (True, 2, "")
+
+
+def test_a_manager_given_by_hand_on_a_dispatching_queue_is_refused(ops, fake):
+    multikueue_queue(fake, "lq")
+    spec = queued()
+    spec.spec.managed_by = "fluxhop.io/operator"
+    with pytest.raises(InputError, match=r"^spec.managedBy fluxhop.io/operator: queue 'lq' "):
+        ops.create(spec, "minicluster")
+    assert fake.objects(kinds=("MiniCluster",)) == []
+
+
+def test_who_may_not_read_cluster_queues_is_told_what_to_write(ops, fake):
+    multikueue_queue(fake, "lq")
+    fake.rbac = [  # everything but ClusterQueues, as Kueue's batch-user role
+        {"apiGroups": ["" if prefix == "api/v1" else prefix.split("/")[1]],
+         "resources": [plural, f"{plural}/status"], "verbs": ["*"]}
+        for prefix, plural in RESOURCES if plural != "clusterqueues"
+    ]  # fmt: skip
+    with pytest.warns(
+        FluxhopWarning, match="may not read ClusterQueue cq-lq .* set spec.managedBy"
+    ):
+        root = ops.create(queued(), "minicluster")
+    assert "managedBy" not in root.obj["spec"]

@@ -65,7 +65,28 @@ def test_the_end_is_known_with_the_output_or_the_workload_finished():
     assert dispatch_of(quiet, [finished], "lq").ended
 
 
-def test_a_failure_without_a_code_exits_1():
+def test_a_failure_without_a_code_is_its_last_status_and_exits_1():
+    """Failed before rank 0 ran (no exit code): no output will come."""
     failed = resource({"conditions": [{"type": "Failed", "status": "True", "message": "gone"}]})
-    state = dispatch_of(failed, [workload(*ADMITTED, ("Finished", "True", ""), cluster="w1")], "lq")
-    assert (state.ended, state.exit_code, state.failure) == (True, 1, "gone")
+    state = dispatch_of(failed, [workload(*ADMITTED, cluster="w1")], "lq")
+    assert (state.ended, state.exit_code, state.failure, state.up) == (True, 1, "gone", False)
+
+
+def test_failed_with_rank_0s_code_0_still_exits_non_zero():
+    status = worker_status(up=0, code=0, output="x")
+    status["conditions"] = [{"type": "Failed", "status": "True", "message": "rank 1 failed"}]
+    state = dispatch_of(resource(status), [workload(*ADMITTED, cluster="w1")], "lq")
+    assert (state.exit_code, state.failure) == (1, "rank 1 failed")
+
+
+def test_kueue_ending_it_says_why():
+    finished = workload(("Finished", "True", "cannot start: x"), cluster="w1")
+    finished["status"]["conditions"][0]["reason"] = "FailedToStart"
+    state = dispatch_of(resource(), [finished], "lq")
+    assert (state.ended, state.exit_code, state.failure) == (
+        True, 1, "its Workload finished: cannot start: x")  # fmt: skip
+    off = workload(("Evicted", "True", "The workload is deactivated"))
+    off["spec"] = {"active": False}
+    state = dispatch_of(resource(), [off], "lq")
+    assert (state.ended, state.failure) == (
+        True, "Kueue deactivated its Workload: The workload is deactivated")  # fmt: skip

@@ -12,6 +12,7 @@ from fluxhop.cli.kubeopts import connect, kube_options, local_option
 from fluxhop.cli.params import COUNT, KUBE_NAME, Seconds
 from fluxhop.cli.progress import ProgressDisplay
 from fluxhop.cli.run import LOCAL_IMAGE, LOCAL_JOIN_TIMEOUT
+from fluxhop.cli.session import dispatch_failure
 from fluxhop.cli.where import reach
 from fluxhop.errors import interrupt_status
 from fluxhop.local.store import LocalStore
@@ -96,6 +97,13 @@ def create_command(
                 root, until_up=True, timeout=timeout, on_progress=display.update,
                 on_note=display.note,
             )  # fmt: skip
+        if there.ended and there.exit_code:  # it failed (or Kueue ended it) before it was up
+            click.echo(f"minicluster/{root.name} {dispatch_failure(there)}", err=True)
+            return there.exit_code
+        if there.ended:
+            click.echo(f"minicluster/{root.name} ran to its end on worker cluster "
+                       f"{there.cluster}", err=True)  # fmt: skip
+            return 0
         click.echo(
             f"minicluster/{root.name} running on worker cluster {there.cluster}; its pods are "
             "there (--context)",

@@ -14,8 +14,9 @@ from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import interrupt_status
 from fluxhop.workload import Root
+from fluxhop.workload.dispatch import Dispatch
 
-__all__ = ["run_root"]
+__all__ = ["dispatch_failure", "run_root"]
 
 
 def run_root(
@@ -35,7 +36,7 @@ def run_root(
             root = create()
             if root.dispatched:  # run on a worker cluster, followed from here
                 code = _follow_dispatched(root, ops, display, interactive, timeout)
-                keep = keep or interactive
+                keep = keep or (interactive and code == 0)
                 return code
             if interactive:
                 ops.wait_ready(root, timeout=timeout, on_progress=display.update)
@@ -86,7 +87,7 @@ def _follow_dispatched(
         on_progress=display.update,
         on_note=display.note,
     )
-    if interactive:
+    if not there.ended:  # interactive, and up
         display.note(
             f"interactive MiniCluster {root.name} is up on worker cluster {there.cluster}: "
             "fluxhop shell with that cluster's --context; fluxhop delete here when done"
@@ -97,5 +98,11 @@ def _follow_dispatched(
         sys.stdout.write(there.output if there.output.endswith("\n") else there.output + "\n")
         sys.stdout.flush()
     if there.exit_code:
-        display.note(f"failed on worker cluster {there.cluster}: {there.failure}")
+        display.note(dispatch_failure(there))
     return there.exit_code or 0
+
+
+def dispatch_failure(there: Dispatch) -> str:
+    """How a dispatched MiniCluster failed, in one line."""
+    where = f"on worker cluster {there.cluster}" if there.cluster else "before any worker ran it"
+    return f"failed {where}: {there.failure or f'exit code {there.exit_code}'}"

@@ -6,6 +6,7 @@ took it, or why none has yet (workload/dispatch.py reads the two)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from fluxhop.cluster.podwatch import PodWatch
@@ -16,6 +17,8 @@ from fluxhop.workload.root import Root
 from fluxhop.workload.status import Progress
 
 __all__ = ["DispatchWait"]
+
+LAST_STATUS_WAIT = 60.0  # seconds for rank 0's output to follow the end of its job
 
 
 class DispatchWait(PodWatch):
@@ -35,21 +38,26 @@ class DispatchWait(PodWatch):
         ``timeout`` bounds the wait for its brokers to run, as for rank 0 to
         start here; ``on_note`` hears which worker took it, and when a worker
         gives it back (preempted there, or the worker lost) to be queued again."""
-        deadline = None if timeout is None else self.clock() + timeout
+        clock = _Deadlines(self.clock, timeout)
         stop = WatchStop()  # set when the wait is over: its watches end at once
         queue_name = root.queue or ""
         state = dispatch_of(root.obj, [], queue_name)
+        stale: str | None = None  # the resource's version whose status a worker gave back
         try:
-            changes = self._root_changes(
-                root,
-                lambda: None if state.up else self._remaining(deadline),  # until they run
-                stop,
-                lambda: state.summary(),
-            )
+            changes = self._root_changes(root, lambda: clock.remaining(state), stop,
+                                         lambda: state.summary())  # fmt: skip
             for now, workloads in changes:
-                was, state = state, dispatch_of(now.obj, workloads, queue_name)
-                if on_note and state.cluster != was.cluster:
-                    on_note(_moved(was, state))
+                cr = now.obj
+                if cr["metadata"].get("resourceVersion") == stale:
+                    cr = {**cr, "status": {}}  # that worker's, not news of the next one
+                was, state = state, dispatch_of(cr, workloads, queue_name)
+                if state.cluster != was.cluster:
+                    if state.cluster is None:  # given back: queued again, waited for anew
+                        stale = now.obj["metadata"].get("resourceVersion")
+                        state = dispatch_of({**cr, "status": {}}, workloads, queue_name)
+                        clock.restart()
+                    if on_note:
+                        on_note(_moved(was, state))
                 if on_progress:
                     on_progress(Progress(root.size, admission=state.summary()))
                 # up, once the Workload (its own watch) has said where
@@ -57,9 +65,35 @@ class DispatchWait(PodWatch):
                     return state
         finally:
             stop.set()
+        if state.over:  # its last status never came: what is here is all there is
+            return dataclasses.replace(state, ended=True)
         raise WaitTimeout(
             f"timed out after {timeout:g}s waiting for MiniCluster {root.name}: {state.summary()}"
         )
+
+
+class _Deadlines:
+    """How long a follow waits for the next change: ``timeout`` until the
+    brokers run on a worker (again from the start when a worker gives it
+    back); none while they run; LAST_STATUS_WAIT once the job is over, for
+    rank 0's output to come."""
+
+    def __init__(self, clock: Callable[[], float], timeout: float | None) -> None:
+        self.clock, self.timeout = clock, timeout
+        self.start = clock()
+        self.over: float | None = None
+
+    def restart(self) -> None:
+        self.start = self.clock()
+
+    def remaining(self, state: Dispatch) -> float | None:
+        now = self.clock()
+        if state.over:
+            self.over = now if self.over is None else self.over
+            return max(0.0, self.over + LAST_STATUS_WAIT - now)
+        if state.up or self.timeout is None:
+            return None
+        return max(0.0, self.start + self.timeout - now)
 
 
 def _moved(was: Dispatch, now: Dispatch) -> str:

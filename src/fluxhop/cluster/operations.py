@@ -319,8 +319,14 @@ def _routed(kube: Kube, spec: MiniCluster, target: Target) -> MiniCluster:
     if queue is None:
         return spec
     dispatcher = queue_route(kube, queue, target)
-    if dispatcher is None or spec.spec.managed_by is not None:
+    if dispatcher is None or spec.spec.managed_by == dispatcher:
         return spec
+    if spec.spec.managed_by is not None:
+        raise InputError(
+            f"spec.managedBy {spec.spec.managed_by}: queue {queue!r} dispatches to other "
+            f"clusters ({dispatcher}); drop spec.managedBy (fluxhop sets it) or pick a queue "
+            "that runs here"
+        )
     routed = spec.model_copy(deep=True)
     routed.spec.managed_by = dispatcher
     return routed

@@ -8,10 +8,11 @@ Job to the worker but not the ConfigMap, Secret and Service it needs."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import Forbidden, InputError, NotInstalled
+from fluxhop.errors import FluxhopWarning, Forbidden, InputError, NotInstalled
 from fluxhop.render.targets import Target
 from fluxhop.spec.kueue import QUEUE_LABEL
 
@@ -28,9 +29,10 @@ def admission_checks(cluster_queue: dict[str, Any]) -> list[str]:
     return names + [str(rule["name"]) for rule in strategy if rule.get("name")]
 
 
-def _dispatcher(kube: Kube, cluster_queue_name: str) -> str | None:
+def _dispatcher(kube: Kube, cluster_queue_name: str, where: str) -> str | None:
     """MULTIKUEUE when the ClusterQueue dispatches to other clusters. Who may
-    not read ClusterQueues (Kueue's batch-user role may not) learns nothing."""
+    not read ClusterQueues (Kueue's batch-user role may not) is told, once,
+    what to write if it does."""
     try:
         cluster_queue = kube.get("ClusterQueue", cluster_queue_name)
         if cluster_queue is None:
@@ -39,8 +41,16 @@ def _dispatcher(kube: Kube, cluster_queue_name: str) -> str | None:
             check = kube.get("AdmissionCheck", name) or {}
             if (check.get("spec") or {}).get("controllerName") == MULTIKUEUE:
                 return MULTIKUEUE
-    except (Forbidden, NotInstalled):
+    except NotInstalled:
         return None
+    except Forbidden:
+        warnings.warn(
+            f"{where}: may not read ClusterQueue {cluster_queue_name} or its admission checks, "
+            f"so whether it dispatches to other clusters is not known; if it does (MultiKueue), "
+            f"set spec.managedBy: {MULTIKUEUE}",
+            FluxhopWarning,
+            stacklevel=3,
+        )
     return None
 
 
@@ -60,7 +70,8 @@ def queue_route(kube: Kube, queue: str, target: Target) -> str | None:
             f"{where}: there is no LocalQueue {queue} in namespace {kube.namespace}; "
             f"kubectl get localqueues -n {kube.namespace} lists them"
         )
-    dispatcher = _dispatcher(kube, str((local_queue.get("spec") or {}).get("clusterQueue", "")))
+    cluster_queue = str((local_queue.get("spec") or {}).get("clusterQueue", ""))
+    dispatcher = _dispatcher(kube, cluster_queue, where)
     if dispatcher and target is not Target.MINICLUSTER:
         raise InputError(
             f"{where} dispatches to other clusters (Kueue's MultiKueue), which copies a "
