@@ -1,0 +1,180 @@
+"""The nodes of a LocalCluster (cluster.py): one Python kubelet each
+(tests/realk8s/kubelet), started, stopped and started again as faults need,
+with the image stand-ins they give pods (a view of the Flux the pods run)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.realk8s.api import Api
+from tests.realk8s.binaries import KUBERNETES_VERSION
+from tests.realk8s.components import CLUSTER_DOMAIN
+from tests.realk8s.kubelet.network import NETNS_PREFIX, delete_everything, guest_address
+from tests.realk8s.pki import CA
+from tests.realk8s.ports import free_port
+from tests.realk8s.processes import Process
+
+__all__ = ["FLUX_VIEW_IMAGES", "REPO", "NodeSpec", "Nodes"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The Flux view images the view init containers start from: Kubeflow
+# Trainer's flux plugin's (its default, and the one its examples name) and
+# the Flux Operator's default (spec.flux.container.image), and the one the
+# Flux Operator's OSU example, and so examples/mpi-hello-openmpi.yaml, name.
+FLUX_VIEW_IMAGES = (
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-focal",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
+)
+
+
+@dataclass
+class NodeSpec:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    mark_only: bool = False  # its pods are marked Running, nothing runs (kubelet/marking.py)
+
+
+class Nodes:
+    """The kubelets of a LocalCluster, which it is a base of."""
+
+    ca: CA  # made as the cluster starts
+    bin: Path
+    dns: str
+    first_node: int  # the pod network index of its first node
+    flux_prefix: Path | None
+    node_specs: list[NodeSpec]
+    processes: dict[str, Process]
+    server: str
+    workdir: Path
+
+    def images(self) -> dict[str, dict[str, str]]:
+        """Image stand-ins: a Flux view image (the Trainer plugin's and the
+        Flux Operator's view init containers copy its /opt/views/._view/*
+        and /opt/software into the pod) is a view of the flux-core the pods
+        get, where there is one; /opt/view is that view too, as the image's
+        link makes it (the Trainer plugin's init script makes /opt/view/bin:
+        without it, that landed on this machine's /opt)."""
+        if self.flux_prefix is None:
+            return {}
+        software = self.workdir / "images" / "empty-software"
+        software.mkdir(parents=True, exist_ok=True)
+        view = str(self._flux_view())
+        stand_in = {
+            "/opt/views/._view/fluxhop": view,
+            "/opt/view": view,
+            "/opt/software": str(software),
+        }
+        return {image: stand_in for image in FLUX_VIEW_IMAGES}
+
+    def _flux_view(self) -> Path:
+        """A view of the Flux prefix as a Spack view is made: the prefix's
+        directories, each file a symlink to the installed one (a copy of the
+        view, as the view init containers make, still runs the prefix's own
+        build, whose paths are compiled in), plus the libpython a view
+        carries (the Flux Operator's wait.sh lists it; strict mode stops
+        where it is missing)."""
+        assert self.flux_prefix is not None
+        view = self.workdir / "images" / "flux-view"
+        if view.is_dir():
+            return view
+        for source in sorted(self.flux_prefix.rglob("*")):
+            target = view / source.relative_to(self.flux_prefix)
+            if source.is_dir() and not source.is_symlink():
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source)
+        for python in self.flux_prefix.glob("lib/python3*"):  # the Python Flux was built for
+            soname = f"lib{python.name}.so.1.0"
+            found = sorted(glob.glob(f"/usr/lib/*/{soname}") + glob.glob(f"/usr/lib/{soname}"))
+            if found and not (view / "lib" / soname).exists():
+                (view / "lib" / soname).symlink_to(found[0])
+        return view
+
+    def _kubelet(self, index: int, spec: NodeSpec) -> None:
+        pair = self.ca.issue(
+            f"kubelet-{spec.name}", f"system:node:{spec.name}", groups=("system:nodes",)
+        )
+        serving = self.ca.issue(
+            f"kubelet-{spec.name}-serving", spec.name, hosts=("127.0.0.1", spec.name)
+        )
+        root = self.workdir / "nodes" / spec.name
+        root.mkdir(parents=True, exist_ok=True)
+        config = {
+            "name": spec.name,
+            "index": self.first_node + index,
+            "server": self.server,
+            "ca": str(self.ca.cert),
+            "cert": str(pair.cert),
+            "key": str(pair.key),
+            "serving_cert": str(serving.cert),
+            "serving_key": str(serving.key),
+            "server_binary": str(self.bin / "kubelet-server"),
+            "port": free_port(),
+            "root": str(root),
+            "dns": self.dns,
+            "cluster_domain": CLUSTER_DOMAIN,
+            "flux_prefix": str(self.flux_prefix) if self.flux_prefix else None,
+            "capacity": spec.capacity,
+            "taints": spec.taints,
+            "images": self.images(),
+            "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
+            "kubernetes_version": KUBERNETES_VERSION,
+            "mark_only": spec.mark_only,
+        }
+        path = root / "config.json"
+        path.write_text(json.dumps(config))
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        process = Process(
+            f"kubelet-{spec.name}",
+            [sys.executable, "-m", "tests.realk8s.kubelet", str(path)],
+            self.workdir,
+            env=env,
+        )
+        self.processes[process.name] = process.start()
+
+    def stop_kubelet(self, node: str) -> None:
+        """Kill a node's kubelet (a fault): its pods run on, unseen; its
+        HTTPS server (logs, exec) goes with it."""
+        self.processes[f"kubelet-{node}"].kill()
+
+    def start_kubelet(self, node: str) -> None:
+        """Start a node's kubelet again (after stop_kubelet): it registers
+        its Node anew if that was deleted."""
+        index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
+        old = self.processes.get(f"kubelet-{node}")
+        if old is not None:
+            old.kill()
+        self._kubelet(index, self.node_specs[index])
+
+    def remove_pods_of(self, node: str) -> None:
+        """End what a stopped kubelet's pods left running (their namespaces)."""
+        index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
+        delete_everything(f"{NETNS_PREFIX}{self.first_node + index}-")
+
+    @staticmethod
+    def ready_nodes(api: Api) -> set[str]:
+        nodes = api.get("/api/v1/nodes")["items"]
+        return {
+            n["metadata"]["name"]
+            for n in nodes
+            for c in n.get("status", {}).get("conditions") or []
+            if c["type"] == "Ready" and c["status"] == "True"
+        }
+
+    def _delete_guest_pods(self) -> list[str]:
+        """A guest's pods (its nodes' namespaces) and its DNS address, gone."""
+        found = []
+        for index in range(len(self.node_specs)):
+            found += delete_everything(f"{NETNS_PREFIX}{self.first_node + index}-")
+        guest_address(False)
+        return found
