@@ -42,6 +42,13 @@ __all__ = [
 BRIDGE = "fhk8s0"
 GATEWAY = "198.19.0.1"
 PREFIX_LENGTH = 16
+# The bridge's own MAC, set: a Linux bridge whose MAC is not set takes the
+# lowest of its ports', so it changed whenever the pod whose veth had it was
+# deleted, and every other pod's neighbour entry for the gateway (the cluster
+# DNS) pointed nowhere until it went stale: a worker's lookups of a new rank
+# 0 went unanswered for up to 40 s (seen with a packet capture in its pod).
+# CNI's bridge plugin sets it for the same reason.
+BRIDGE_MAC = "02:66:68:6b:38:01"  # locally administered
 # A second cluster whose nodes share the bridge (a guest of the test cluster,
 # e.g. a second MultiKueue worker): its nodes' indexes start here, so their
 # pods get 198.19.201.x and up, and its cluster DNS answers on GUEST_DNS.
@@ -63,11 +70,12 @@ def _ip(*args: str, stdin: str | None = None, check: bool = True) -> str:
 
 
 def create_bridge() -> None:
+    """The bridge, with an address of its own set (BRIDGE_MAC)."""
     _ip(
         "-batch",
         "-",
         stdin=(
-            f"link add {BRIDGE} type bridge\n"
+            f"link add {BRIDGE} address {BRIDGE_MAC} type bridge\n"
             f"addr add {GATEWAY}/{PREFIX_LENGTH} dev {BRIDGE}\n"
             f"link set {BRIDGE} up\n"
         ),
