@@ -119,8 +119,9 @@ def test_a_follow_that_times_out_says_what_it_waits_for(ops, fake):
     multikueue_queue(fake, "lq")
     root = ops.create(queued(), "minicluster")
     MultiKueue(fake).hold("demo", REASON)
-    with pytest.raises(WaitTimeout, match=f"timed out after 0.2s .*{REASON}"):
-        ops.follow_dispatched(root, timeout=0.2)
+    # the Workload was held before the follow began: its first list has the reason
+    with pytest.raises(WaitTimeout, match=f"timed out after 3s .*{REASON}"):
+        ops.follow_dispatched(root, timeout=3)
 
 
 def test_fluxhop_run_follows_it_to_its_exit_code(cli_cluster, kubeconfig, capsys):
@@ -176,7 +177,8 @@ def test_a_worker_that_gave_it_back_restarts_the_wait(ops, fake):
     multikueue_queue(fake, "lq")
     mk = MultiKueue(fake)
     root = ops.create(queued(), "minicluster")
-    follow = Watcher(ops.follow_dispatched, root, timeout=0.5)
+    # a bound, not a guess: were worker-1's old status taken as news, the follow would wait forever
+    follow = Watcher(ops.follow_dispatched, root, timeout=5)
     mk.dispatch("demo", "worker-1")
     mk.report("demo", worker_status(up=2))
     follow.until("running on worker cluster worker-1")
