@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from fluxhop.cli import main
+from fluxhop.render.pod import LEAD_STATE_VOLUME
 from tests.conformance import REPO
 from tests.schemas import validate
 
@@ -173,3 +175,41 @@ def test_health_checks_from_flags(capsys):
     config = next(o for o in yaml.safe_load_all(out) if o["kind"] == "ConfigMap")
     assert config["data"]["health.scratch.sh"] == "fluxhop_disk_free /tmp 100\n"
     assert "check_intervals=(5)" in config["data"]["health.sh"]
+
+
+def test_lead_state_from_flags(capsys):
+    """--lead-state sets spec.leadState: a claim of a class and size, or an emptyDir."""
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--image", "x", "-N", "2", "--name",
+                             "keep", "--lead-state", "class=fast,size=5Gi")  # fmt: skip
+    assert code == 0, err
+    objects = list(yaml.safe_load_all(out))
+    claim = next(o for o in objects if o["kind"] == "PersistentVolumeClaim")
+    assert claim["metadata"]["name"] == "keep-lead-state"
+    assert claim["spec"]["storageClassName"] == "fast"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi"
+    for obj in objects:
+        validate(obj)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--image", "x", "-N", "2",
+                             "--lead-state", "emptyDir")  # fmt: skip
+    assert code == 0, err
+    job = next(o for o in yaml.safe_load_all(out) if o["kind"] == "Job")
+    assert {"name": LEAD_STATE_VOLUME, "emptyDir": {}} in job["spec"]["template"]["spec"]["volumes"]
+    assert not [o for o in yaml.safe_load_all(out) if o["kind"] == "PersistentVolumeClaim"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--lead-state", "size=0"], "fluxhop: --lead-state size: is 0; give the claim's size"),
+        (["--lead-state", "claim=Bad_Name"], "fluxhop: --lead-state claim: 'Bad_Name' must be"),
+        (["--lead-state", "checkpoint=0"], "fluxhop: --lead-state checkpoint: "),
+        (["--lead-state", "pvc"], "fluxhop: --lead-state 'pvc': pvc is not one of"),
+        (["--lead-state", "emptyDir", "--", "hostname"],
+         "fluxhop: --lead-state keeps an interactive MiniCluster's queue, and a command makes a "
+         "batch one"),
+    ],
+)  # fmt: skip
+def test_lead_state_flag_errors_are_one_line_naming_it(capsys, args, said):
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--image", "x", "-N", "2", *args)
+    assert code == 2 and not out
+    assert err.startswith(said) and err.count("\n") == 1, err

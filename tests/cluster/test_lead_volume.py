@@ -137,3 +137,21 @@ def test_fluxhops_annotations_are_not_the_users():
     with pytest.raises(SpecError) as caught:
         spec(pod_annotations={"fluxhop.io/lead-state-claim": "other"})
     assert "fluxhop.io/lead-state-claim is fluxhop's" in str(caught.value)
+
+
+def test_the_flag_chooses_and_silences_the_warning(cli_cluster, kubeconfig, capsys):
+    """On a cluster without the policy, `create` warns that the state goes with
+    rank 0's pod; `--lead-state emptyDir` is the user saying so, and is not warned."""
+    from fluxhop.cli import main
+
+    base = ["create", "--kubeconfig", str(kubeconfig), "-N", "2", "--image", "ubuntu"]
+    assert main([*base, "--name", "told"]) == 0
+    assert "keeps the instance's state in an emptyDir" in capsys.readouterr().err
+    assert main([*base, "--name", "chose", "--lead-state", "emptyDir"]) == 0
+    assert "emptyDir" not in capsys.readouterr().err
+    volumes = cli_cluster.get("Job", "chose")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": LEAD_STATE_VOLUME, "emptyDir": {}} in volumes
+    assert main([*base, "--name", "claimed", "--lead-state", "claim"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fluxhop: spec.leadState: rank 0 mounts its claim through")
+    assert err.count("\n") == 1 and cli_cluster.get("Job", "claimed") is None

@@ -12,16 +12,17 @@ import click
 
 from fluxhop.cli.common import load_spec, shortened, target_option
 from fluxhop.cli.params import DOMAIN, FILE, KUBE_NAME
+from fluxhop.cli.placement import placement_flag, placement_options
 from fluxhop.errors import InputError, SpecError, clipped
 from fluxhop.flux.broker import QUEUE_POLICIES
 from fluxhop.flux.jobopts import JobOptions
 from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags, parse_env
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.spec.placement import PULL_POLICIES, SECURITY_PROFILES, Placement
+from fluxhop.spec.placement import Placement
 from fluxhop.spec.screen import in_terms
 
-__all__ = ["JOB_FLAGS", "JobFlags", "job_options", "placement_options", "spec_from_options"]
+__all__ = ["JOB_FLAGS", "JobFlags", "job_options", "spec_from_options"]
 
 
 def spec_from_options(
@@ -82,6 +83,11 @@ def spec_from_options(
         )
     if queue_policy and sched_simple:
         raise InputError("--queue-policy is Fluxion's, and sched-simple has none: drop one")
+    if command and placement is not None and placement.lead_state is not None:
+        raise InputError(
+            "--lead-state keeps an interactive MiniCluster's queue, and a command makes a batch "
+            "one (its new rank 0 would run the command again): drop one"
+        )
     try:
         return minicluster_from_flags(
             list(command),
@@ -124,6 +130,10 @@ _FLAG_OF = (
     ("spec.metrics.namespaces", "--metrics-namespace"),
     ("spec.containers[0].command", "COMMAND"),
     ("spec.flux.optionFlags", "--flux-args"),  # -o, -S and -t are checked before
+    ("spec.leadState.claimName", "--lead-state claim"),
+    ("spec.leadState.storageClassName", "--lead-state class"),
+    ("spec.leadState.checkpointSeconds", "--lead-state checkpoint"),
+    ("spec.leadState", "--lead-state"),
     ("metadata.name", "--name"),
 )
 
@@ -182,23 +192,12 @@ class JobFlags:
 
     def note_local(self) -> None:
         """Say which flags a MiniCluster on this machine ignores (it runs no pods)."""
-        ignored = [_placement_flag(name) for name in self.placement.pod_only()]
+        ignored = [placement_flag(name) for name in self.placement.pod_only()]
         if ignored:
             verb = "does" if len(ignored) == 1 else "do"
             click.echo(
                 f"fluxhop: --local runs no pods: {', '.join(ignored)} {verb} not apply", err=True
             )
-
-
-def _placement_flag(name: str) -> str:
-    """The flag a placement field is typed as, read from its click option."""
-
-    def bare() -> None: ...
-
-    command: Any = bare
-    for option in placement_options():
-        command = option(command)
-    return next(max(p.opts, key=len) for p in command.__click_params__ if p.name == name)
 
 
 PLACEMENT_FLAGS = tuple(f.name for f in fields(Placement))
@@ -252,95 +251,6 @@ def slot_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
     return [
         click.option("-c", "--cores-per-task", "cores", type=int, help="Cores per task."),
         click.option("-g", "--gpus-per-task", "gpus", type=int, help="GPUs per task."),
-    ]
-
-
-def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
-    """Where the pods run on a shared cluster (spec/placement.py: each flag is
-    the MiniCluster field a file would set)."""
-    return [
-        click.option(
-            "--queue",
-            metavar="NAME",
-            help="Kueue LocalQueue: the Job is created suspended for Kueue to admit.",
-        ),
-        click.option(
-            "--priority-class",
-            metavar="NAME",
-            help="PriorityClass of the pods (Kueue reads it too).",
-        ),
-        click.option(
-            "--topology",
-            metavar="[required:|preferred:]LEVEL",
-            help="Keep the pods in one domain of the node label LEVEL (e.g. "
-            "cloud.google.com/gke-nodepool): Kueue topology-aware scheduling with --queue, "
-            "pod affinity otherwise; preferred by default.",
-        ),
-        click.option(
-            "--node-selector",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Run only on nodes with this label (repeatable).",
-        ),
-        click.option(
-            "--toleration",
-            "tolerations",
-            multiple=True,
-            metavar="KEY[=VALUE]:EFFECT",
-            help="Tolerate a taint (repeatable); EFFECT is NoSchedule, PreferNoSchedule or NoExecute.",
-        ),
-        click.option(
-            "--memory", metavar="QTY", help="Memory per node (pod request and limit), e.g. 16Gi."
-        ),
-        click.option(
-            "--cpu", metavar="QTY", help="CPU request per node, e.g. 8 (overrides what -c implies)."
-        ),
-        click.option(
-            "--pods-per-node",
-            type=int,
-            metavar="N",
-            help="1: one broker per node, required (exclusive nodes); N: spread evenly, "
-            "at most N more on one node than on another.",
-        ),
-        click.option("--service-account", metavar="NAME", help="ServiceAccount of the pods."),
-        click.option("--image-pull-secret", metavar="NAME", help="Secret to pull the image with."),
-        click.option(
-            "--pull-policy", type=click.Choice(PULL_POLICIES), help="The image's pull policy."
-        ),
-        click.option(
-            "--security",
-            type=click.Choice(SECURITY_PROFILES),
-            help="Pod security profile: restricted passes the Pod Security Standards "
-            "restricted level (needs --flux-in-image).",
-        ),
-        click.option(
-            "--metrics/--no-metrics",
-            default=None,
-            help="Rank 0 serves Prometheus metrics read from Flux on the port named metrics "
-            "(default: on for create, off for run).",
-        ),
-        click.option(
-            "--metrics-namespace",
-            "metrics_namespaces",
-            multiple=True,
-            metavar="NAMESPACE",
-            help="A namespace whose pods may scrape the metrics, besides the MiniCluster's own "
-            "(repeatable).",
-        ),
-        click.option(
-            "--health-check",
-            "health_checks",
-            multiple=True,
-            metavar="NAME=COMMAND",
-            help="A health check run on every node; failing, it drains the node's rank "
-            "(bash; repeatable; see spec.health).",
-        ),
-        click.option(
-            "--health-interval",
-            type=int,
-            metavar="SECONDS",
-            help="How often each health check runs (default 60).",
-        ),
     ]
 
 

@@ -27,8 +27,11 @@ emptyDir, with a warning (cluster/lead_volume.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator, model_validator
 
+from fluxhop.errors import InputError
 from fluxhop.spec.model import Model
 from fluxhop.spec.quantity import parse_quantity
 from fluxhop.spec.rules import DnsSubdomain
@@ -40,6 +43,7 @@ __all__ = [
     "LEAD_STATE_DIR",
     "LeadState",
     "made_claim_name",
+    "parse_lead_state",
 ]
 
 DEFAULT_STATE_SIZE = "1Gi"
@@ -90,3 +94,40 @@ class LeadState(Model):
         if self.empty_dir:
             return None
         return self.claim_name or made_claim_name(minicluster)
+
+
+# --lead-state's keys and the spec.leadState fields they set
+_FLAG_KEYS = {"claim": "claimName", "class": "storageClassName", "size": "size",
+              "checkpoint": "checkpointSeconds"}  # fmt: skip
+_FLAG_EXAMPLE = "e.g. --lead-state emptyDir, or --lead-state claim,class=fast,size=5Gi"
+
+
+def parse_lead_state(value: str) -> dict[str, Any]:
+    """--lead-state's value as the spec.leadState it stands for: ``emptyDir``;
+    or ``claim`` (a claim fluxhop makes), ``claim=NAME`` (yours),
+    ``class=NAME``, ``size=QTY`` and ``checkpoint=SECONDS``, joined by commas.
+    The values are the model's to check; this checks the words."""
+    if value.strip().lower() == "emptydir":
+        return {"emptyDir": True}
+    state: dict[str, Any] = {}
+    seen: set[str] = set()
+    for item in value.split(","):
+        key, sep, given = (part.strip() for part in item.partition("="))
+        if key.lower() == "emptydir":
+            raise InputError(
+                f"--lead-state {value!r}: emptyDir takes nothing else; {_FLAG_EXAMPLE}"
+            )
+        if key not in _FLAG_KEYS or (sep and not given) or (not sep and key != "claim"):
+            raise InputError(
+                f"--lead-state {value!r}: {item.strip() or 'an empty item'} is not one of "
+                f"emptyDir, claim, claim=NAME, class=NAME, size=QTY, checkpoint=SECONDS; "
+                f"{_FLAG_EXAMPLE}"
+            )
+        if key in seen:
+            raise InputError(f"--lead-state {value!r}: {key} is given twice; give it once")
+        seen.add(key)
+        if sep:
+            state[_FLAG_KEYS[key]] = (
+                int(given) if key == "checkpoint" and given.isdigit() else given
+            )
+    return state

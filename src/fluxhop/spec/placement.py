@@ -21,6 +21,7 @@ from typing import Any
 from fluxhop.errors import InputError
 from fluxhop.spec.health import place_health
 from fluxhop.spec.kueue import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
+from fluxhop.spec.leadstate import parse_lead_state
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.spec.quantity import parse_quantity, size_problem
 from fluxhop.spec.rules import (
@@ -65,6 +66,7 @@ class Placement:
     metrics_namespaces: tuple[str, ...] = ()
     health_checks: tuple[str, ...] = ()  # NAME=COMMAND each
     health_interval: int | None = None
+    lead_state: str | None = None  # --lead-state, spec/leadstate.py parses it
 
     def given(self) -> bool:
         return any(getattr(self, f.name) not in (None, ()) for f in fields(self))
@@ -242,6 +244,8 @@ def place(document: dict[str, Any], placement: Placement) -> dict[str, Any]:
         metrics = _section(spec, "metrics")
         metrics["namespaces"] = [*(metrics.get("namespaces") or []), *placement.metrics_namespaces]
     place_health(spec, placement.health_checks, placement.health_interval)
+    if placement.lead_state is not None:
+        spec["leadState"] = parse_lead_state(placement.lead_state)
     _place_container(spec, placement)
     return doc
 
