@@ -331,6 +331,28 @@ def test_a_queued_resource_without_kueue_installed_says_so_and_makes_nothing(
     assert [o["kind"] for o in fake.objects() if o["kind"] not in ("MiniCluster", "Event")] == []
 
 
+def test_the_lead_state_warning_is_said_once_with_the_job(fake, apply, reconciler):
+    """Without the policy that mounts a claim, an interactive resource keeps
+    rank 0's state in an emptyDir and says so in one LeadState event: once the
+    Job is made, not on each retry of a create that made nothing."""
+
+    def said() -> list[dict]:
+        return [o for (k, _, _), o in fake.store.items()
+                if k == "Event" and o["reason"] == "LeadState"]  # fmt: skip
+
+    queued = resource(name="queued")
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}  # no Kueue here
+    apply(queued)
+    for _ in range(3):
+        assert reconciler.reconcile(current(fake, "queued")).problem is not None
+    assert said() == []
+    apply(resource())
+    reconciler.reconcile(current(fake))
+    reconciler.reconcile(current(fake))
+    assert [e["involvedObject"]["name"] for e in said()] == ["demo"]
+    assert said()[0]["type"] == "Warning" and "emptyDir" in said()[0]["message"]
+
+
 def test_the_end_of_rank_0s_log_is_on_the_status_once_it_ended(fake, apply, reconciler):
     """status.output: what a manager cluster that has no pods can show of a
     dispatched MiniCluster (its last 50 lines, at most 4 KiB), read once."""

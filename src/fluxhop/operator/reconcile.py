@@ -220,9 +220,6 @@ class Reconciler:
                 Target.JOB,
                 owner_uid=cr["metadata"].get("uid"),
             )
-        for warning in caught:
-            if warning.category is FluxhopWarning:
-                self.event(cr, "Warning", "LeadState", clipped(str(warning.message)), out)
         objects = prepare(decided, Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
@@ -243,6 +240,9 @@ class Reconciler:
             return self._update(cr, spec, current, out)
         out.writes.append("create Job")
         self.event(cr, "Normal", "Created", f"created Job {spec.name} and its objects", out)
+        for warning in caught:  # once, with the Job: a create refused and retried said nothing
+            if warning.category is FluxhopWarning:
+                self.event(cr, "Warning", "LeadState", clipped(str(warning.message)), out)
         return job
 
     def _update(
