@@ -146,7 +146,10 @@ def test_the_flag_chooses_and_silences_the_warning(cli_cluster, kubeconfig, caps
 
     base = ["create", "--kubeconfig", str(kubeconfig), "-N", "2", "--image", "ubuntu"]
     assert main([*base, "--name", "told"]) == 0
-    assert "keeps the instance's state in an emptyDir" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "keeps the instance's state in an emptyDir" in err
+    warned = next(line for line in err.splitlines() if line.startswith("fluxhop: warning: "))
+    assert warned.endswith("; choose with spec.leadState (--lead-state)")
     assert main([*base, "--name", "chose", "--lead-state", "emptyDir"]) == 0
     assert "emptyDir" not in capsys.readouterr().err
     volumes = cli_cluster.get("Job", "chose")["spec"]["template"]["spec"]["volumes"]
