@@ -37,6 +37,7 @@ pytestmark = pytest.mark.usefixtures("needs_flux")
 POLICY = REPO / "deploy" / "lead-state.yaml"
 NAME = "lasting"
 LOST = "lost"  # the MiniCluster whose node is lost
+SIMPLE = "simple"  # the MiniCluster made from flags, with sched-simple
 DOCUMENT = f"""\
 apiVersion: flux-framework.org/v1alpha2
 kind: MiniCluster
@@ -96,7 +97,9 @@ def lasting(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     applied (as an admin does once): it mounts the claim in rank 0's pod."""
     root: Path = tmp_path_factory.mktemp("lead-state")
     with scratch_namespace(cluster) as (admin, namespace):
-        volumes = [state_volume(admin, namespace, name, root / name) for name in (NAME, LOST)]
+        volumes = [
+            state_volume(admin, namespace, name, root / name) for name in (NAME, LOST, SIMPLE)
+        ]
         kubectl(cluster, "apply", "-f", str(POLICY))
         # the API server loads a new policy within a second or so: wait for it to act
         eventually("the policy in force", lambda: policy_in_force(cluster, namespace), timeout=30)
@@ -178,6 +181,33 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     assert sorted((row[2], row[3]) for row in rows) == [("echo", "CD")] * 5 + [("sleep", "F")]
     # the new instance takes jobs as the old one did
     assert lasting.flux("run", "-N2", "echo", "hello").split() == ["hello", "hello"]
+
+
+def test_sched_simple_from_flags_restarts_from_its_state_too(lasting: Lasting):
+    """Made from flags (--sched-simple --lead-state), and scheduled by Flux's
+    own sched-simple rather than Fluxion: the new rank 0 loads sched-simple
+    again once the running job has ended, and the five run."""
+    simple = replace(lasting, name=SIMPLE)
+    done = simple.fluxhop("create", "--name", SIMPLE, "-N", "2", "--image", "host",
+                          "--flux-in-image", "--sched-simple", "--lead-state", "size=1Gi",
+                          timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "emptyDir" not in done.stderr  # asked for, so made: no warning
+    eventually("both brokers online", lambda: simple.online(SIMPLE) == 2, timeout=120)
+    assert "sched-simple" in simple.flux("module", "list")
+    running, pending = queue(simple)
+    lead = simple.pod(0)
+    assert lead is not None and lead_volume(lead) == {
+        "name": LEAD_STATE_VOLUME,
+        "persistentVolumeClaim": {"claimName": f"{SIMPLE}-lead-state"},
+    }
+    simple.admin.delete(f"/api/v1/namespaces/{simple.namespace}/pods/{lead['metadata']['name']}")
+
+    eventually("a new rank 0 running", lambda: simple.replaced(lead), timeout=120)
+    result, kind, note = recovered(simple, running, pending, set())
+    assert (result, kind) == ("FAILED", "lead-lost"), note
+    modules = simple.flux("module", "list")
+    assert "sched-simple" in modules and "sched-fluxion" not in modules, modules
 
 
 def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
