@@ -20,10 +20,10 @@ from that moment, polling the API server every 50 ms:
 * undrained: status.health names no rank (the new pod's check passed).
 
 Each run's figures are printed too: the Job controller waits before it makes
-a pod again after a failed one (10 s, doubling with each failure since the
-last success, up to 6 min), and an evicted pod is a failed one to it even
-where its podFailurePolicy ignores it, so each replacement of an interactive
-MiniCluster (no pod succeeds) waits twice as long as the one before.
+a pod of an index again after one was lost (10 s, doubling with each loss
+of that index, up to 10 min: fluxhop's Jobs count per index), and an evicted
+pod is a lost one to it even where its podFailurePolicy ignores it, so each
+replacement of rank 1 waits twice as long as the one before.
 
 The yardstick is a fresh start: the resource created -> every rank's check
 passing in status.health. Between runs the taint is lifted, as an admin

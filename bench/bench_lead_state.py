@@ -12,6 +12,9 @@ which deploy/lead-state.yaml's policy, applied first, mounts in rank 0's pod.
 
 * fresh start (the yardstick): ``fluxhop create`` started -> a job on both
   nodes has run (``flux run -N2 true`` in rank 0, tried every 0.2 s);
+* ``--workers-lost K``: first, rank 1's pod deleted K times (as health's
+  replace does), each time until both brokers are up again: a worker's loss
+  must not make rank 0's later recovery slower;
 * each run: one job running on both nodes and five waiting for them, then
   rank 0's pod deleted -> a new rank 0 running -> both brokers up (as
   ``fluxhop status`` says) -> the instance accepting jobs again (the same ``flux run -N2 true`` succeeds: the worker is back, the
@@ -99,9 +102,26 @@ def one_run(lasting: Lasting) -> dict[str, float]:
             "deleted -> the five kept jobs done": done}  # fmt: skip
 
 
+def lose_worker(lasting: Lasting) -> float:
+    """Rank 1's pod deleted (as health's replace does) -> both brokers up again."""
+    worker = until("rank 1 running", lambda: running_pod(lasting.api, lasting.namespace, NAME, 1))
+    start = time.monotonic()
+    lasting.api.delete(f"/api/v1/namespaces/{lasting.namespace}/pods/{worker['metadata']['name']}")
+
+    def new_worker() -> bool:
+        pod = running_pod(lasting.api, lasting.namespace, NAME, 1)
+        return pod is not None and pod["metadata"]["uid"] != worker["metadata"]["uid"]
+
+    until("a new rank 1 running", new_worker)
+    until("both brokers up", lambda: lasting.brokers_up() == 2)
+    return time.monotonic() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers-lost", type=int, default=0,
+                        help="lose rank 1's pod this many times before the runs")  # fmt: skip
     args = parser.parse_args()
     cluster = bench_autoscale.started_cluster("bench_lead_state")
     try:
@@ -126,10 +146,14 @@ def main() -> None:
                 raise SystemExit(f"bench_lead_state: create: {created.stderr}")
             until("the instance taking jobs", lasting.takes_jobs)
             fresh = time.monotonic() - start
+            workers = [lose_worker(lasting) for _ in range(args.workers_lost)]
             runs = [one_run(lasting) for _ in range(args.runs)]
             api.delete(f"/api/v1/persistentvolumes/{namespace}")
         print(f"spec.leadState on the real cluster: size 2, one job running and five pending "
               f"when rank 0's pod is deleted; median of {args.runs}:")  # fmt: skip
+        if workers:
+            each = ", ".join(f"{w:.2f}" for w in workers)
+            print(f"  before the runs, rank 1's pod deleted -> both brokers up: {each} s")
         for key in runs[0]:
             values = [r[key] for r in runs]
             each = ", ".join(f"{v:.2f}" for v in values)

@@ -55,6 +55,9 @@ ON_NODE_C = f"""\
     tolerations: [{{key: {FAULT}, operator: Equal, value: "yes", effect: NoSchedule}}]
 """
 FIELDS = "{id}|{state}|{result}|{exception.type}|{exception.note}"
+# the Job controller's, on each pod of a Job with backoffLimitPerIndex
+INDEX_FAILURES = "batch.kubernetes.io/job-index-failure-count"
+INDEX_IGNORED = "batch.kubernetes.io/job-index-ignored-failure-count"
 
 
 @dataclass
@@ -168,6 +171,11 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
 
     eventually("a new rank 0 running", lambda: lasting.replaced(lead), timeout=120)
+    # The Job counts rank 0's losses on its own (backoffLimitPerIndex): its
+    # wait before this pod was that of one loss, whatever the workers lost,
+    # and the loss was not a failure (the podFailurePolicy ignored it).
+    counts = (lasting.pod(0) or {})["metadata"]["annotations"]
+    assert counts.get(INDEX_FAILURES) == "0" and counts.get(INDEX_IGNORED) == "1", counts
     result, kind, note = recovered(lasting, running, pending, set())
     assert (result, kind) == ("FAILED", "lead-lost"), note
     assert "rank 0's pod was stopped" in note

@@ -103,6 +103,17 @@ def test_a_fresh_cert_changes_only_the_secret():
             assert a == b
 
 
+def test_a_backoff_limit_given_is_the_jobs_and_each_indexs():
+    """spec.backoffLimit N: the Job fails after N counted failures, as before
+    (the global limit binds first); per index, the same N only moves the
+    wait before a pod is made again to that index's own losses."""
+    rendered = by_kind(render(spec_of(size=3, backoffLimit=3), cert=CERT))["Job"]
+    validate(rendered)
+    job = rendered["spec"]
+    assert (job["backoffLimit"], job["backoffLimitPerIndex"]) == (3, 3)
+    assert "maxFailedIndexes" not in job
+
+
 def test_job_target_objects():
     objects = render(spec_of(size=4, maxSize=6), cert=CERT)
     kinds = [o["kind"] for o in objects]
@@ -111,6 +122,9 @@ def test_job_target_objects():
     assert job["completionMode"] == "Indexed"
     assert job["parallelism"] == job["completions"] == 4
     assert job["backoffLimit"] == 0
+    # the Job controller's wait before making a pod again counts each index's
+    # own losses, not every pod the Job lost (bench/bench_lead_state.py --workers-lost)
+    assert job["backoffLimitPerIndex"] == 0
     assert job["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     assert job["template"]["spec"]["restartPolicy"] == "Never"
     assert job["template"]["spec"]["subdomain"] == "demo"

@@ -53,7 +53,8 @@ def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dic
       worker lingers.
     * backoffLimit 0 with restartPolicy Never: a failed job fails the Job
       instead of restarting pods forever; disruptions (evictions, preemption)
-      do not count, so a lost worker pod is replaced and rejoins. With
+      do not count, so a lost worker pod is replaced and rejoins (after a
+      wait that grows with that index's own losses: backoffLimitPerIndex). With
       spec.leadState on a claim a pod stopped by SIGTERM (the Flux container exits 143:
       its pod was deleted) does not count either: an interactive instance
       has no command whose status that could be, and its new rank 0
@@ -65,6 +66,13 @@ def job_spec(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) -> dic
         "completions": body.size,
         "parallelism": body.size,
         "backoffLimit": body.backoff_limit or 0,
+        # The same limit per index, which moves the Job controller's wait
+        # before a pod is made again to each index's own failures: the global
+        # one doubles with every pod the Job ever lost (10 s, 20, 40, ... 10
+        # min), so a worker replaced three times made a lost rank 0 wait 80 s.
+        # The global limit binds first, so which failures fail the Job is
+        # unchanged.
+        "backoffLimitPerIndex": body.backoff_limit or 0,
         "podFailurePolicy": {"rules": _failure_rules(spec)},
         "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "activeDeadlineSeconds": body.deadline_seconds,
