@@ -154,7 +154,8 @@ def with_lead_volume(
         return decided
     warnings.warn(
         f"rank 0 of {spec.name} keeps the instance's state in an emptyDir, which outlives a "
-        f"restart of its broker but not the loss of its pod: {why}; choose with spec.leadState (--lead-state)",
+        f"restart of its broker but not the loss of its pod: {why}; "
+        "choose with spec.leadState (--lead-state)",
         FluxhopWarning,
         stacklevel=2,
     )
