@@ -157,4 +157,5 @@ def test_the_flag_chooses_and_silences_the_warning(cli_cluster, kubeconfig, caps
     assert main([*base, "--name", "claimed", "--lead-state", "claim"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fluxhop: spec.leadState: rank 0 mounts its claim through")
+    assert err.rstrip().endswith("or set spec.leadState.emptyDir: true (--lead-state emptyDir)")
     assert err.count("\n") == 1 and cli_cluster.get("Job", "claimed") is None

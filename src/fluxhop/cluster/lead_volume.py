@@ -170,7 +170,7 @@ def _check_policy(kube: Kube) -> None:
         raise SpecError(
             f"spec.leadState: rank 0 mounts its claim through the MutatingAdmissionPolicy "
             f"{LEAD_STATE_POLICY}, which this cluster does not have; {INSTALL}, or set "
-            "spec.leadState.emptyDir: true"
+            "spec.leadState.emptyDir: true (--lead-state emptyDir)"
         )
     if policy is None:
         warnings.warn(
