@@ -347,6 +347,9 @@ class FakeAPIServer:
         self.refused: list[str] = []  # "verb resource" of every request RBAC refused
         # whose requests RBAC judges (their bearer token); None: everyone's
         self.rbac_token: str | None = None
+        # mutating admission, as the API server runs it on every create (dry
+        # runs included): (kind, object) -> None, changing the object
+        self.admission: list[Callable[[str, dict[str, Any]], None]] = []
         self.step_delay = 0.005
         # whether a running pod's readinessProbe passes (False: its Flux
         # instance never comes up, as when a broker cannot join)
@@ -548,7 +551,7 @@ class FakeAPIServer:
                 return self._watch(kind, namespace, params)
             return self._list(api_version, kind, namespace, params)
         if request.method == "POST" and name is None:
-            return self._create(kind, namespace, request)
+            return self._create(kind, namespace, request, dry_run=params.get("dryRun") == "All")
         if request.method == "POST" and kind == "Pod" and sub == "eviction":
             return self._eviction(namespace, name, request)
         if request.method == "GET" and sub == "scale":
@@ -755,19 +758,29 @@ class FakeAPIServer:
         }
         return httpx2.Response(201, json=ok)
 
-    def _create(self, kind: str, namespace: str, request: httpx2.Request) -> httpx2.Response:
+    def _create(
+        self, kind: str, namespace: str, request: httpx2.Request, *, dry_run: bool = False
+    ) -> httpx2.Response:
+        """POST: admitted (self.admission), validated and stored; with
+        ``dry_run`` (dryRun=All) answered the same and stored nowhere."""
         body = json.loads(request.content)
-        name = body.get("metadata", {}).get("name")
+        meta = body.setdefault("metadata", {})
+        if "name" not in meta and "generateName" in meta:
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        name = meta.get("name")
         with self.lock:
             if (kind, namespace, name) in self.store:
                 return status(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
-            body.setdefault("metadata", {})["namespace"] = namespace
-            body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
+            meta["namespace"] = namespace
+            meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
+            for admit in self.admission:
+                admit(kind, body)
             try:
                 validate(body)
             except SchemaError as err:
                 return status(422, "Invalid", f"{kind} {name} is invalid: {err}")
-            self._put(kind, namespace, body, "ADDED")
+            if not dry_run:
+                self._put(kind, namespace, body, "ADDED")
             return httpx2.Response(201, json=copy.deepcopy(body))
 
     @staticmethod

@@ -14,6 +14,7 @@ import pytest
 from fluxhop.errors import FluxhopWarning, SpecError
 from fluxhop.render.pod import LEAD_CLAIM_ANNOTATION, LEAD_STATE_VOLUME
 from fluxhop.spec import MiniCluster
+from tests.cluster import admission
 from tests.cluster.fixtures import seed_lead_state_policy, seed_storage_class
 from tests.documents import minicluster_doc
 
@@ -74,7 +75,54 @@ def test_otherwise_an_empty_dir_and_a_warning_that_says_why(fake, ops, policy, d
 def test_rbac_that_will_not_say_is_an_empty_dir_too(fake, ops, lead_state_policy):
     seed_storage_class(fake, "disk", default=True)
     fake.fail("GET", "storageclasses", 403, times=5)
-    with pytest.warns(FluxhopWarning, match="may not list StorageClasses"):
+    fake.fail("POST", "persistentvolumeclaims", 403, times=5)  # nor a dry run
+    with pytest.warns(FluxhopWarning, match="may neither list StorageClasses nor dry-run a claim"):
+        ops.create(spec())
+    assert kept_in_empty_dir(fake)
+
+
+@pytest.fixture
+def namespaced(fake):
+    """A user of one namespace: no reads of admission policies or storage
+    classes; what the API server's admission does to a dry-run create is
+    what it has to go on (tests/cluster/admission.py)."""
+    fake.fail("GET", "mutatingadmissionpolicies", 403, times=5)
+    fake.fail("GET", "storageclasses", 403, times=5)
+    fake.admission += [admission.default_storage_class(fake), admission.lead_state_policy(fake)]
+
+
+def test_a_namespaced_user_finds_the_policy_and_the_class_by_dry_runs(
+    fake, ops, lead_state_policy, namespaced
+):
+    seed_storage_class(fake, "disk", default=True)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ops.create(spec())
+    assert not [w for w in said if w.category is FluxhopWarning]
+    assert template(fake)["metadata"]["annotations"][LEAD_CLAIM_ANNOTATION] == "demo-lead-state"
+    dry = [r for r in fake.requests if r.params.get("dryRun") == "All"]
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in dry) == ["persistentvolumeclaims", "pods"]
+    stored = {name for (kind, _, name) in fake.store if kind in ("Pod", "PersistentVolumeClaim")}
+    assert not [name for name in stored if "probe" in name]  # the dry runs stored nothing
+
+
+@pytest.mark.parametrize(
+    ("policy", "default_class", "refused", "why"),
+    [
+        (False, True, None, "the cluster has no MutatingAdmissionPolicy fluxhop-lead-state"),
+        (True, False, None, "the cluster has no default StorageClass"),
+        (True, True, "pods", "may neither read MutatingAdmissionPolicies nor dry-run a pod"),
+    ],
+)
+def test_a_namespaced_user_without_them_gets_an_empty_dir_and_why(
+    fake, ops, namespaced, policy, default_class, refused, why
+):
+    if policy:
+        seed_lead_state_policy(fake)
+    seed_storage_class(fake, "disk", default=default_class)
+    if refused:
+        fake.fail("POST", refused, 403, times=5)
+    with pytest.warns(FluxhopWarning, match=why):
         ops.create(spec())
     assert kept_in_empty_dir(fake)
 

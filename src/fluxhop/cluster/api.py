@@ -368,14 +368,17 @@ class Kube:
         )
         return result.to_dict()  # type: ignore[no-any-return]
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create (POST): atomic, so of two writers racing one gets AlreadyExists."""
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Create (POST): atomic, so of two writers racing one gets AlreadyExists.
+        ``dry_run``: the object as admission would make it, stored nowhere."""
         what = kind_of(obj)
         result = self._call(
             "create",
             what,
             obj["metadata"].get("name"),
-            lambda: self.client.create(what.resource(obj), namespace=self.namespace),
+            lambda: self.client.create(
+                what.resource(obj), namespace=self.namespace, dry_run=dry_run
+            ),
         )
         return result.to_dict()  # type: ignore[no-any-return]
 

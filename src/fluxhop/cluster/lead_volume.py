@@ -13,6 +13,12 @@ cluster without the policy is refused: its claim would never be mounted.
 A MiniCluster made before keeps what it was made with, unchecked and
 unwarned (a create again of the same spec changes nothing).
 
+A user who may not read these (a namespace's user, as a rule) is answered
+by the API server's admission instead, with dry-run creates that store
+nothing: a pod shaped as rank 0's comes back with the claim where the
+policy is in force, a claim without a class comes back with the default
+one (whose provisioner stays unknown, so its volumes are taken as shared).
+
 Rendering stays pure: this is asked of the API server at the edge (the
 CLI's create, the operator's), and what it decides is written into the spec
 rendered.
@@ -25,11 +31,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import AlreadyExists, FluxhopWarning, Forbidden, SpecError
-from fluxhop.render.pod import LEAD_STATE_POLICY
+from fluxhop.errors import AlreadyExists, ClusterError, FluxhopWarning, Forbidden, SpecError
+from fluxhop.render.pod import (
+    LEAD_CLAIM_ANNOTATION,
+    LEAD_CONTAINER_ANNOTATION,
+    LEAD_STATE_POLICY,
+    LEAD_STATE_VOLUME,
+)
 from fluxhop.render.targets import Target
-from fluxhop.spec.leadstate import LeadState, made_claim_name
+from fluxhop.spec.leadstate import DEFAULT_STATE_SIZE, LeadState, made_claim_name
 from fluxhop.spec.minicluster import MiniCluster
+from fluxhop.workload.marks import COMPLETION_INDEX
 from fluxhop.workload.root import Root
 
 __all__ = ["refuse_foreign_claims", "with_lead_volume"]
@@ -55,7 +67,47 @@ def _policy(kube: Kube) -> bool | None:
     try:
         return kube.get("MutatingAdmissionPolicy", LEAD_STATE_POLICY) is not None
     except Forbidden:
+        return _policy_in_force(kube)
+
+
+def _policy_in_force(kube: Kube) -> bool | None:
+    """Whether the policy mounts a claim in rank 0's pod, for a user who may
+    not read admission policies (a namespace's users, as a rule): a pod shaped
+    as the Job makes rank 0's, created with dry run, comes back with it.
+    None when the dry run is refused too (no right to create pods, a
+    quota, Pod Security)."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "fluxhop-lead-state-probe-",
+            "labels": {"app.kubernetes.io/managed-by": "fluxhop", COMPLETION_INDEX: "0"},
+            "annotations": {LEAD_CLAIM_ANNOTATION: "probe", LEAD_CONTAINER_ANNOTATION: "probe"},
+        },
+        "spec": {
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 65534,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": "probe",
+                    "resources": {"limits": {"cpu": "1m", "memory": "1Mi"}},
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        },
+    }
+    try:
+        made = kube.create(probe, dry_run=True)
+    except ClusterError:
         return None
+    return LEAD_STATE_VOLUME in {v.get("name") for v in made["spec"].get("volumes") or []}
 
 
 def _default_class(kube: Kube) -> dict[str, Any] | None:
@@ -63,7 +115,7 @@ def _default_class(kube: Kube) -> dict[str, Any] | None:
     try:
         classes = kube.list("StorageClass")
     except Forbidden:
-        return None
+        return _default_class_named(kube)
     for found in classes:
         annotations = found["metadata"].get("annotations") or {}
         if any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS):
@@ -71,15 +123,40 @@ def _default_class(kube: Kube) -> dict[str, Any] | None:
     return {}
 
 
+def _default_class_named(kube: Kube) -> dict[str, Any] | None:
+    """The default StorageClass by name alone, for a user who may not list
+    them: a claim without a class, created with dry run, comes back with the
+    default one (the API server's DefaultStorageClass admission). Its
+    provisioner stays unknown. None when the dry run is refused too."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"generateName": "fluxhop-lead-state-probe-"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": DEFAULT_STATE_SIZE}},
+        },
+    }
+    try:
+        made = kube.create(probe, dry_run=True)
+    except ClusterError:
+        return None
+    name = made["spec"].get("storageClassName")
+    return {"metadata": {"name": name}} if name else {}
+
+
 def _why_not_a_claim(kube: Kube, claim: str, owner_uid: str | None) -> str | None:
     policy = _policy(kube)
     if policy is None:
-        return f"fluxhop may not read MutatingAdmissionPolicies to find {LEAD_STATE_POLICY}"
+        return (
+            f"fluxhop may neither read MutatingAdmissionPolicies nor dry-run a pod to find "
+            f"{LEAD_STATE_POLICY}"
+        )
     if not policy:
         return f"the cluster has no MutatingAdmissionPolicy {LEAD_STATE_POLICY} ({INSTALL})"
     default = _default_class(kube)
     if default is None:
-        return "fluxhop may not list StorageClasses to find the default one"
+        return "fluxhop may neither list StorageClasses nor dry-run a claim to find the default one"
     if not default:
         return "the cluster has no default StorageClass"
     if default.get("provisioner") in NODE_LOCAL:
@@ -174,7 +251,8 @@ def _check_policy(kube: Kube) -> None:
         )
     if policy is None:
         warnings.warn(
-            f"spec.leadState: fluxhop may not read MutatingAdmissionPolicies; without "
+            f"spec.leadState: fluxhop may neither read MutatingAdmissionPolicies nor dry-run "
+            f"a pod; without "
             f"{LEAD_STATE_POLICY} ({INSTALL}) rank 0's state goes with its pod",
             FluxhopWarning,
             stacklevel=3,
