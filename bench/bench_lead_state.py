@@ -12,8 +12,9 @@ which deploy/lead-state.yaml's policy, applied first, mounts in rank 0's pod.
 
 * fresh start (the yardstick): ``fluxhop create`` started -> a job on both
   nodes has run (``flux run -N2 true`` in rank 0, tried every 0.2 s);
-* ``--workers-lost K``: first, rank 1's pod deleted K times (as health's
-  replace does), each time until both brokers are up again: a worker's loss
+* ``--workers-lost K``: first, rank 1's pod deleted K times (health's
+  replace evicts it, a lost pod all the same to the Job controller), each
+  time until both brokers are up again: a worker's loss
   must not make rank 0's later recovery slower;
 * each run: one job running on both nodes and five waiting for them, then
   rank 0's pod deleted -> a new rank 0 running -> both brokers up (as
@@ -103,7 +104,8 @@ def one_run(lasting: Lasting) -> dict[str, float]:
 
 
 def lose_worker(lasting: Lasting) -> float:
-    """Rank 1's pod deleted (as health's replace does) -> both brokers up again."""
+    """Rank 1's pod deleted -> both brokers up again. (Health's replace
+    evicts instead; to the Job controller's wait either is a lost pod.)"""
     worker = until("rank 1 running", lambda: running_pod(lasting.api, lasting.namespace, NAME, 1))
     start = time.monotonic()
     lasting.api.delete(f"/api/v1/namespaces/{lasting.namespace}/pods/{worker['metadata']['name']}")

@@ -76,7 +76,7 @@ def test_rbac_that_will_not_say_is_an_empty_dir_too(fake, ops, lead_state_policy
     seed_storage_class(fake, "disk", default=True)
     fake.fail("GET", "storageclasses", 403, times=5)
     fake.fail("POST", "persistentvolumeclaims", 403, times=5)  # nor a dry run
-    with pytest.warns(FluxhopWarning, match="may neither list StorageClasses nor dry-run a claim"):
+    with pytest.warns(FluxhopWarning, match="may not list StorageClasses, and the dry-run claim"):
         ops.create(spec())
     assert kept_in_empty_dir(fake)
 
@@ -98,7 +98,12 @@ def test_a_namespaced_user_finds_the_policy_and_the_class_by_dry_runs(
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         ops.create(spec())
-    assert not [w for w in said if w.category is FluxhopWarning]
+    # the class is known by name alone: whether its volumes are one node's is not
+    (warned,) = [str(w.message) for w in said if w.category is FluxhopWarning]
+    assert (
+        "on a claim of the default StorageClass disk, whose provisioner fluxhop may not" in warned
+    )
+    assert warned.endswith("choose with spec.leadState (--lead-state emptyDir)")
     assert template(fake)["metadata"]["annotations"][LEAD_CLAIM_ANNOTATION] == "demo-lead-state"
     dry = [r for r in fake.requests if r.params.get("dryRun") == "All"]
     assert sorted(r.path.rsplit("/", 1)[-1] for r in dry) == ["persistentvolumeclaims", "pods"]
@@ -109,9 +114,21 @@ def test_a_namespaced_user_finds_the_policy_and_the_class_by_dry_runs(
 @pytest.mark.parametrize(
     ("policy", "default_class", "refused", "why"),
     [
-        (False, True, None, "the cluster has no MutatingAdmissionPolicy fluxhop-lead-state"),
+        (
+            False,
+            True,
+            None,
+            "a dry-run rank 0 pod in namespace default came back without its "
+            "claim: the MutatingAdmissionPolicy fluxhop-lead-state is missing or not bound here",
+        ),
         (True, False, None, "the cluster has no default StorageClass"),
-        (True, True, "pods", "may neither read MutatingAdmissionPolicies nor dry-run a pod"),
+        (
+            True,
+            True,
+            "pods",
+            r"may not read MutatingAdmissionPolicies, and the dry-run pod that "
+            r"would find fluxhop-lead-state was refused \(.*forbidden",
+        ),
     ],
 )
 def test_a_namespaced_user_without_them_gets_an_empty_dir_and_why(
@@ -207,3 +224,19 @@ def test_the_flag_chooses_and_silences_the_warning(cli_cluster, kubeconfig, caps
     assert err.startswith("fluxhop: spec.leadState: rank 0 mounts its claim through")
     assert err.rstrip().endswith("or set spec.leadState.emptyDir: true (--lead-state emptyDir)")
     assert err.count("\n") == 1 and cli_cluster.get("Job", "claimed") is None
+
+
+def test_a_claim_asked_for_by_a_namespaced_user_is_checked_by_a_dry_run_too(fake, ops, namespaced):
+    """Without the policy in force, the dry-run rank 0 pod comes back without
+    the claim: refused in one line, nothing made. A dry run refused too
+    leaves it unknown: made, with a warning that says what was refused."""
+    with pytest.raises(SpecError) as err:
+        ops.create(spec({"claimName": "mine"}))
+    message = str(err.value)
+    assert "which a dry-run rank 0 pod in namespace default did not get" in message
+    assert "\n" not in message and fake.get("Job", "demo") is None
+    seed_lead_state_policy(fake)
+    fake.fail("POST", "pods", 403, times=5)
+    with pytest.warns(FluxhopWarning, match=r"the dry-run pod that would find .* was refused"):
+        ops.create(spec({"claimName": "mine"}))
+    assert fake.get("Job", "demo") is not None

@@ -19,6 +19,7 @@ from fluxhop.spec.leadstate import LeadState, parse_lead_state
         ("claim=team-state", {"claimName": "team-state"}),
         ("class=fast,size=5Gi", {"storageClassName": "fast", "size": "5Gi"}),
         ("claim, class=fast, checkpoint=5", {"storageClassName": "fast", "checkpointSeconds": 5}),
+        ("Claim=mine,Checkpoint=2", {"claimName": "mine", "checkpointSeconds": 2}),
     ],
 )
 def test_each_word_is_the_field_a_file_would_set(value, state):
@@ -36,6 +37,8 @@ def test_each_word_is_the_field_a_file_would_set(value, state):
         ("emptyDir,size=1Gi", "emptyDir takes nothing else"),
         ("claim,claim=mine", "claim is given twice"),
         ("size=1Gi,size=2Gi", "size is given twice"),
+        ("claim=mine,size=5Gi", "class and size are of the claim fluxhop makes"),
+        ("claim=mine,class=fast", "claim=NAME is one you made; drop one"),
     ],
 )
 def test_a_word_it_does_not_know_is_one_line_naming_the_flag(value, said):
@@ -46,3 +49,8 @@ def test_a_word_it_does_not_know_is_one_line_naming_the_flag(value, said):
     assert "\n" not in message
     if "is not one of" in said:
         assert "e.g. --lead-state emptyDir" in message
+
+
+def test_a_negative_checkpoint_is_the_models_to_refuse_as_too_small():
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        LeadState.model_validate(parse_lead_state("checkpoint=-5"))

@@ -14,10 +14,9 @@ A MiniCluster made before keeps what it was made with, unchecked and
 unwarned (a create again of the same spec changes nothing).
 
 A user who may not read these (a namespace's user, as a rule) is answered
-by the API server's admission instead, with dry-run creates that store
-nothing: a pod shaped as rank 0's comes back with the claim where the
-policy is in force, a claim without a class comes back with the default
-one (whose provisioner stays unknown, so its volumes are taken as shared).
+by the API server's admission instead (cluster/lead_probes.py); a default
+class found so has no provisioner to judge, and the claim on it comes with
+a warning saying so.
 
 Rendering stays pure: this is asked of the API server at the edge (the
 CLI's create, the operator's), and what it decides is written into the spec
@@ -28,20 +27,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import AlreadyExists, ClusterError, FluxhopWarning, Forbidden, SpecError
-from fluxhop.render.pod import (
-    LEAD_CLAIM_ANNOTATION,
-    LEAD_CONTAINER_ANNOTATION,
-    LEAD_STATE_POLICY,
-    LEAD_STATE_VOLUME,
-)
+from fluxhop.cluster.lead_probes import Unknown, default_class_name, policy_in_force
+from fluxhop.errors import AlreadyExists, FluxhopWarning, Forbidden, SpecError
+from fluxhop.render.pod import LEAD_STATE_POLICY
 from fluxhop.render.targets import Target
-from fluxhop.spec.leadstate import DEFAULT_STATE_SIZE, LeadState, made_claim_name
+from fluxhop.spec.leadstate import LeadState, made_claim_name
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.workload.marks import COMPLETION_INDEX
 from fluxhop.workload.root import Root
 
 __all__ = ["refuse_foreign_claims", "with_lead_volume"]
@@ -62,60 +56,32 @@ NODE_LOCAL = frozenset({
 INSTALL = "an admin applies deploy/lead-state.yaml, Kubernetes 1.36 or later"
 
 
-def _policy(kube: Kube) -> bool | None:
-    """Whether the cluster has LEAD_STATE_POLICY; None when RBAC will not say."""
+Policy = Literal["in force", "absent", "not in force"]
+
+
+def _policy(kube: Kube) -> Policy | Unknown:
+    """Whether LEAD_STATE_POLICY mounts rank 0's claim: read by name, or,
+    where RBAC will not have it read, asked of admission (cluster/lead_probes.py)."""
     try:
-        return kube.get("MutatingAdmissionPolicy", LEAD_STATE_POLICY) is not None
+        found = kube.get("MutatingAdmissionPolicy", LEAD_STATE_POLICY)
     except Forbidden:
-        return _policy_in_force(kube)
+        probed = policy_in_force(kube)
+        if isinstance(probed, Unknown):
+            return probed
+        return "in force" if probed else "not in force"
+    return "in force" if found is not None else "absent"
 
 
-def _policy_in_force(kube: Kube) -> bool | None:
-    """Whether the policy mounts a claim in rank 0's pod, for a user who may
-    not read admission policies (a namespace's users, as a rule): a pod shaped
-    as the Job makes rank 0's, created with dry run, comes back with it.
-    None when the dry run is refused too (no right to create pods, a
-    quota, Pod Security)."""
-    probe = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": "fluxhop-lead-state-probe-",
-            "labels": {"app.kubernetes.io/managed-by": "fluxhop", COMPLETION_INDEX: "0"},
-            "annotations": {LEAD_CLAIM_ANNOTATION: "probe", LEAD_CONTAINER_ANNOTATION: "probe"},
-        },
-        "spec": {
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 65534,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "probe",
-                    "image": "probe",
-                    "resources": {"limits": {"cpu": "1m", "memory": "1Mi"}},
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                }
-            ],
-        },
-    }
-    try:
-        made = kube.create(probe, dry_run=True)
-    except ClusterError:
-        return None
-    return LEAD_STATE_VOLUME in {v.get("name") for v in made["spec"].get("volumes") or []}
-
-
-def _default_class(kube: Kube) -> dict[str, Any] | None:
-    """The default StorageClass, {} when there is none; None when RBAC will not say."""
+def _default_class(kube: Kube) -> dict[str, Any] | Unknown:
+    """The default StorageClass, {} when there is none. Found by admission
+    where RBAC will not have them listed: then by name alone (no provisioner)."""
     try:
         classes = kube.list("StorageClass")
     except Forbidden:
-        return _default_class_named(kube)
+        named = default_class_name(kube)
+        if isinstance(named, Unknown):
+            return named
+        return {"metadata": {"name": named}} if named else {}
     for found in classes:
         annotations = found["metadata"].get("annotations") or {}
         if any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS):
@@ -123,48 +89,47 @@ def _default_class(kube: Kube) -> dict[str, Any] | None:
     return {}
 
 
-def _default_class_named(kube: Kube) -> dict[str, Any] | None:
-    """The default StorageClass by name alone, for a user who may not list
-    them: a claim without a class, created with dry run, comes back with the
-    default one (the API server's DefaultStorageClass admission). Its
-    provisioner stays unknown. None when the dry run is refused too."""
-    probe = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"generateName": "fluxhop-lead-state-probe-"},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": DEFAULT_STATE_SIZE}},
-        },
-    }
-    try:
-        made = kube.create(probe, dry_run=True)
-    except ClusterError:
-        return None
-    name = made["spec"].get("storageClassName")
-    return {"metadata": {"name": name}} if name else {}
-
-
-def _why_not_a_claim(kube: Kube, claim: str, owner_uid: str | None) -> str | None:
-    policy = _policy(kube)
-    if policy is None:
+def _policy_problem(kube: Kube, policy: Policy | Unknown) -> str | None:
+    if isinstance(policy, Unknown):
         return (
-            f"fluxhop may neither read MutatingAdmissionPolicies nor dry-run a pod to find "
-            f"{LEAD_STATE_POLICY}"
+            f"fluxhop may not read MutatingAdmissionPolicies, and the dry-run pod that would "
+            f"find {LEAD_STATE_POLICY} was refused ({policy.why})"
         )
-    if not policy:
+    if policy == "absent":
         return f"the cluster has no MutatingAdmissionPolicy {LEAD_STATE_POLICY} ({INSTALL})"
-    default = _default_class(kube)
-    if default is None:
-        return "fluxhop may neither list StorageClasses nor dry-run a claim to find the default one"
-    if not default:
-        return "the cluster has no default StorageClass"
-    if default.get("provisioner") in NODE_LOCAL:
+    if policy == "not in force":
         return (
+            f"a dry-run rank 0 pod in namespace {kube.namespace} came back without its claim: "
+            f"the MutatingAdmissionPolicy {LEAD_STATE_POLICY} is missing or not bound here "
+            f"({INSTALL})"
+        )
+    return None
+
+
+def _why_not_a_claim(
+    kube: Kube, claim: str, owner_uid: str | None
+) -> tuple[str | None, dict[str, Any]]:
+    """Why rank 0 gets no claim by default (None: it does), and the default
+    StorageClass as far as it was found."""
+    problem = _policy_problem(kube, _policy(kube))
+    if problem is not None:
+        return problem, {}
+    default = _default_class(kube)
+    if isinstance(default, Unknown):
+        return (
+            "fluxhop may not list StorageClasses, and the dry-run claim that would find the "
+            f"default one was refused ({default.why})",
+            {},
+        )
+    if not default:
+        return "the cluster has no default StorageClass", {}
+    if default.get("provisioner") in NODE_LOCAL:
+        why = (
             f"the default StorageClass {default['metadata']['name']} keeps a volume on one "
             "node, and a new rank 0 could start nowhere else"
         )
-    return _foreign_claim(kube, claim, owner_uid)
+        return why, default
+    return _foreign_claim(kube, claim, owner_uid), default
 
 
 def _foreign_claim(kube: Kube, name: str, owner_uid: str | None) -> str | None:
@@ -224,9 +189,18 @@ def with_lead_volume(
     if state is not None:
         _check_policy(kube)
         return spec
-    why = _why_not_a_claim(kube, made_claim_name(spec.name), owner_uid)
+    why, default = _why_not_a_claim(kube, made_claim_name(spec.name), owner_uid)
     decided = spec.model_copy(deep=True)
     if why is None:
+        if "provisioner" not in default:  # found by admission: by name alone
+            warnings.warn(
+                f"rank 0 of {spec.name} keeps the instance's state on a claim of the default "
+                f"StorageClass {default['metadata']['name']}, whose provisioner fluxhop may not "
+                "read: if its volumes are one node's (local-path, hostpath), a new rank 0 could "
+                "start nowhere else; choose with spec.leadState (--lead-state emptyDir)",
+                FluxhopWarning,
+                stacklevel=2,
+            )
         decided.spec.lead_state = LeadState()
         return decided
     warnings.warn(
@@ -243,19 +217,24 @@ def with_lead_volume(
 def _check_policy(kube: Kube) -> None:
     """A claim the spec asks for is mounted by the policy: refused without it."""
     policy = _policy(kube)
-    if policy is False:
-        raise SpecError(
-            f"spec.leadState: rank 0 mounts its claim through the MutatingAdmissionPolicy "
-            f"{LEAD_STATE_POLICY}, which this cluster does not have; {INSTALL}, or set "
-            "spec.leadState.emptyDir: true (--lead-state emptyDir)"
-        )
-    if policy is None:
+    if isinstance(policy, Unknown):
         warnings.warn(
-            f"spec.leadState: fluxhop may neither read MutatingAdmissionPolicies nor dry-run "
-            f"a pod; without "
-            f"{LEAD_STATE_POLICY} ({INSTALL}) rank 0's state goes with its pod",
+            f"spec.leadState: {_policy_problem(kube, policy)}; without {LEAD_STATE_POLICY} "
+            f"({INSTALL}) rank 0's state goes with its pod",
             FluxhopWarning,
             stacklevel=3,
+        )
+        return
+    where = {
+        "absent": "which this cluster does not have",
+        "not in force": f"which a dry-run rank 0 pod in namespace {kube.namespace} did not get "
+        "(the policy is missing or not bound here)",
+    }.get(policy)
+    if where is not None:
+        raise SpecError(
+            f"spec.leadState: rank 0 mounts its claim through the MutatingAdmissionPolicy "
+            f"{LEAD_STATE_POLICY}, {where}; {INSTALL}, or set "
+            "spec.leadState.emptyDir: true (--lead-state emptyDir)"
         )
 
 

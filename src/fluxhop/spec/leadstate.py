@@ -113,7 +113,8 @@ def parse_lead_state(value: str) -> dict[str, Any]:
     seen: set[str] = set()
     for item in value.split(","):
         key, sep, given = (part.strip() for part in item.partition("="))
-        if key.lower() == "emptydir":
+        key = key.lower()
+        if key == "emptydir":
             raise InputError(
                 f"--lead-state {value!r}: emptyDir takes nothing else; {_FLAG_EXAMPLE}"
             )
@@ -127,7 +128,11 @@ def parse_lead_state(value: str) -> dict[str, Any]:
             raise InputError(f"--lead-state {value!r}: {key} is given twice; give it once")
         seen.add(key)
         if sep:
-            state[_FLAG_KEYS[key]] = (
-                int(given) if key == "checkpoint" and given.isdigit() else given
-            )
+            whole = key == "checkpoint" and given.lstrip("-").isdigit()
+            state[_FLAG_KEYS[key]] = int(given) if whole else given
+    if "claimName" in state and {"storageClassName", "size"} & state.keys():
+        raise InputError(
+            f"--lead-state {value!r}: class and size are of the claim fluxhop makes, and "
+            "claim=NAME is one you made; drop one"
+        )
     return state
