@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ from fluxhop.render.pod import (
 )
 from fluxhop.workload.marks import COMPLETION_INDEX
 from tests.conformance import REPO
-from tests.realk8s.api import Api
+from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
 from tests.realk8s.replacing import running_pod
-from tests.realk8s.tools import InNamespace, eventually, kubectl, scratch_namespace
+from tests.realk8s.tools import InNamespace, eventually, fluxhop, kubectl, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 POLICY = REPO / "deploy" / "lead-state.yaml"
@@ -171,9 +172,9 @@ def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp
     lasting.admin.delete(f"{pods}/{lead['metadata']['name']}")
 
     eventually("a new rank 0 running", lambda: lasting.replaced(lead), timeout=120)
-    # The Job counts rank 0's losses on its own (backoffLimitPerIndex): its
-    # wait before this pod was that of one loss, whatever the workers lost,
-    # and the loss was not a failure (the podFailurePolicy ignored it).
+    # The Job counts rank 0's losses on its own (backoffLimitPerIndex: the
+    # count is on rank 0's pods alone), and this loss was not a failure (the
+    # podFailurePolicy ignored it).
     counts = (lasting.pod(0) or {})["metadata"]["annotations"]
     assert counts.get(INDEX_FAILURES) == "0" and counts.get(INDEX_IGNORED) == "1", counts
     result, kind, note = recovered(lasting, running, pending, set())
@@ -216,6 +217,7 @@ def test_sched_simple_from_flags_restarts_from_its_state_too(lasting: Lasting):
     assert (result, kind) == ("FAILED", "lead-lost"), note
     modules = simple.flux("module", "list")
     assert "sched-simple" in modules and "sched-fluxion" not in modules, modules
+    assert simple.fluxhop("delete", SIMPLE, timeout=240).returncode == 0  # room for the next
 
 
 def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
@@ -327,3 +329,62 @@ def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
         chosen.fluxhop("delete", CHOSEN, timeout=240)
         lasting.admin.delete(f"{classes}/{DEFAULT_CLASS}")
         lasting.admin.delete(f"/api/v1/persistentvolumes/{volume}")
+
+
+MINE = "mine"  # the MiniCluster a user of the namespace alone makes
+
+
+def test_a_namespaced_user_gets_the_claim_by_dry_runs(lasting: Lasting, tmp_path: Path):
+    """A user bound to Kubernetes' own ``edit`` role in the namespace may read
+    neither StorageClasses nor admission policies. fluxhop asks the API
+    server's admission instead, with dry-run creates that store nothing (a
+    rank 0 pod comes back with the claim, a claim without a class with the
+    default one), and makes the claim, as for an admin."""
+    admin, namespace = lasting.admin, lasting.namespace
+    admin.create(f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "user"}})
+    admin.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", {
+        "metadata": {"name": "user-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "user", "namespace": namespace}]})  # fmt: skip
+    token = lasting.cluster.token(namespace, "user")
+    kubeconfig = lasting.cluster.kubeconfig("user", token=token)
+    classes = "/apis/storage.k8s.io/v1/storageclasses"
+    policies = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
+    with Api(lasting.cluster.credentials(token=token)) as user:
+        for path in (classes, f"{policies}/fluxhop-lead-state"):
+            with pytest.raises(ApiError) as refused:
+                user.get(path)
+            assert refused.value.status == 403, path  # the premise: the user may not read them
+    document = tmp_path / "mine.yaml"
+    document.write_text(
+        DOCUMENT.replace(f"name: {NAME}", f"name: {MINE}").replace("  leadState: {size: 1Gi}\n", "")
+    )
+    with ExitStack() as undo:  # each made thing undone, whatever fails after it
+        admin.create(classes, {
+            "metadata": {"name": DEFAULT_CLASS,
+                         "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": SHARED})  # fmt: skip
+        undo.callback(admin.delete, f"{classes}/{DEFAULT_CLASS}")
+        volume = state_volume(admin, namespace, MINE, tmp_path / "state", DEFAULT_CLASS)
+        undo.callback(admin.delete, f"/api/v1/persistentvolumes/{volume}")
+        undo.callback(fluxhop, lasting.cluster, "delete", "--namespace", namespace, MINE,
+                      timeout=240)  # fmt: skip
+        done = fluxhop(lasting.cluster, "create", "--namespace", namespace, "-f", str(document),
+                       kubeconfig=kubeconfig)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "state in an emptyDir" not in done.stderr, done.stderr  # the state is kept
+        # the class was found by name alone, and the warning says what that leaves unknown
+        assert f"default StorageClass {DEFAULT_CLASS}, whose provisioner" in done.stderr
+        claims = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+        claim = admin.get(f"{claims}/{MINE}-lead-state")
+        assert claim["spec"]["storageClassName"] == DEFAULT_CLASS
+        stored = [o["metadata"]["name"] for kind in ("persistentvolumeclaims", "pods")
+                  for o in admin.get(f"/api/v1/namespaces/{namespace}/{kind}")["items"]]  # fmt: skip
+        assert not [name for name in stored if "probe" in name], stored  # dry runs store nothing
+        mine = replace(lasting, name=MINE)
+        lead = eventually("rank 0 running", lambda: mine.pod(0), timeout=120)
+        assert lead_volume(lead) == {
+            "name": LEAD_STATE_VOLUME,
+            "persistentVolumeClaim": {"claimName": f"{MINE}-lead-state"},
+        }
