@@ -77,20 +77,28 @@ class Lasting:
         return done.stdout.split() if done.returncode == 0 else []
 
 
+def lose_pod(lasting: Lasting, rank: int) -> float:
+    """Delete ``rank``'s running pod; once the Job's new one runs, the time
+    taken, counted from the delete."""
+    old = until(f"rank {rank} running",
+                lambda: running_pod(lasting.api, lasting.namespace, NAME, rank))  # fmt: skip
+    start = time.monotonic()
+    lasting.api.delete(f"/api/v1/namespaces/{lasting.namespace}/pods/{old['metadata']['name']}")
+
+    def replaced() -> bool:
+        pod = running_pod(lasting.api, lasting.namespace, NAME, rank)
+        return pod is not None and pod["metadata"]["uid"] != old["metadata"]["uid"]
+
+    until(f"a new rank {rank} running", replaced)
+    return time.monotonic() - start
+
+
 def one_run(lasting: Lasting) -> dict[str, float]:
     running = lasting.flux("submit", "-N2", "--exclusive", "sleep", "600").strip()
     until("the job running", lambda: lasting.states([running]) == ["RUN"])
     pending = [lasting.flux("submit", "-N2", "true").strip() for _ in range(5)]
-    lead = until("rank 0 running", lambda: running_pod(lasting.api, lasting.namespace, NAME, 0))
-    start = time.monotonic()
-    lasting.api.delete(f"/api/v1/namespaces/{lasting.namespace}/pods/{lead['metadata']['name']}")
-
-    def new_lead() -> bool:
-        pod = running_pod(lasting.api, lasting.namespace, NAME, 0)
-        return pod is not None and pod["metadata"]["uid"] != lead["metadata"]["uid"]
-
-    until("a new rank 0 running", new_lead)
-    pod = time.monotonic() - start
+    pod = lose_pod(lasting, 0)
+    start = time.monotonic() - pod  # the delete
     until("both brokers up", lambda: lasting.brokers_up() == 2)
     up = time.monotonic() - start
     until("the instance taking jobs", lasting.takes_jobs)
@@ -106,15 +114,7 @@ def one_run(lasting: Lasting) -> dict[str, float]:
 def lose_worker(lasting: Lasting) -> float:
     """Rank 1's pod deleted -> both brokers up again. (Health's replace
     evicts instead; to the Job controller's wait either is a lost pod.)"""
-    worker = until("rank 1 running", lambda: running_pod(lasting.api, lasting.namespace, NAME, 1))
-    start = time.monotonic()
-    lasting.api.delete(f"/api/v1/namespaces/{lasting.namespace}/pods/{worker['metadata']['name']}")
-
-    def new_worker() -> bool:
-        pod = running_pod(lasting.api, lasting.namespace, NAME, 1)
-        return pod is not None and pod["metadata"]["uid"] != worker["metadata"]["uid"]
-
-    until("a new rank 1 running", new_worker)
+    start = time.monotonic() - lose_pod(lasting, 1)
     until("both brokers up", lambda: lasting.brokers_up() == 2)
     return time.monotonic() - start
 
