@@ -238,8 +238,9 @@ def main() -> int:
     except BuildError as error:
         print(f"build: {error}", file=sys.stderr)
         return 1
-    for old in cache_root().iterdir():  # builds of tarballs that are gone
-        if old.is_dir() and old != prefix and not old.name.startswith("."):
+    # builds of tarballs that are gone (only ours: /opt/software is shared)
+    for old in cache_root().glob(f"{FLUX_CORE}-*"):
+        if old.is_dir() and old != prefix:
             shutil.rmtree(old, ignore_errors=True)
     print(f"Flux: built in {prefix}")
     return 0

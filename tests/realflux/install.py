@@ -78,16 +78,20 @@ def tarballs() -> dict[str, Tarball] | None:
 
 
 def cache_root() -> Path:
-    """``FLUXHOP_FLUX_CACHE``, else ``/var/cache/fluxhop/flux`` for root, else
-    ``~/.cache/fluxhop/flux``. Not root's home: the pods of the e2e and
-    realk8s tiers (root's) run the build, and both give every container an
-    empty /root of its own, as an image would; the prefix is compiled into
-    the build, so it is where the build must stay."""
+    """``FLUXHOP_FLUX_CACHE``, else ``/opt/software`` for root, else
+    ``~/.cache/fluxhop/flux``. The prefix is compiled into the build, so it
+    is where the build must stay. As root it is laid out as a Spack install
+    tree (``/opt/software/flux-core-...-<digest>``): the Flux view images of
+    the real nodes (tests/realk8s/images) carry it at the same path, as the
+    Flux Operator's view images carry their Spack tree, and a view's links
+    into it resolve in any container that has /opt/software. Not root's
+    home: the pods of the e2e tier run the build, and give every container
+    an empty /root of its own, as an image would."""
     named = os.environ.get(CACHE_VARIABLE)
     if named:
         return Path(named)
     if os.geteuid() == 0:
-        return Path("/var/cache/fluxhop/flux")
+        return Path("/opt/software")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "fluxhop" / "flux"
 
