@@ -41,7 +41,7 @@ RUN_FLAGS: list[tuple[list[str], str]] = [
     (["--cpu", "1e999999999"], "--cpu"), (["--pods-per-node", "0"], "--pods-per-node"),
     (["--pods-per-node", "x"], "'--pods-per-node'"), (["--service-account", "A_B"], "--service-account"),
     (["--image-pull-secret", "x/y"], "--image-pull-secret"), (["--pull-policy", "Sometimes"], "'--pull-policy'"),
-    (["--security", "baseline"], "'--security'"), (["--security", "restricted"], "--flux-in-image"),
+    (["--security", "baseline"], "'--security'"),
     (["--health-check", "disk"], "--health-check"), (["--health-check", "Disk=x"], "--health-check"),
     (["--health-check", "disk= "], "--health-check"), (["--health-interval", "5"], "--health-interval"),
     (["--health-check", "a=x", "--health-interval", "0"], "--health-interval"),

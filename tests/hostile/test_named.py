@@ -70,7 +70,7 @@ JOB_FLAGS: list[tuple[list[str], str]] = [
     (["--toleration", "gpu"], "--toleration"), (["--memory", "lots"], "--memory"),
     (["--cpu", "0"], "--cpu"), (["--pods-per-node", "0"], "--pods-per-node"),
     (["--service-account", "A_B"], "--service-account"), (["--image-pull-secret", "x/y"], "--image-pull-secret"),
-    (["--pull-policy", "Sometimes"], "'--pull-policy'"), (["--security", "restricted"], "--security"),
+    (["--pull-policy", "Sometimes"], "'--pull-policy'"),
     (["--security", "baseline"], "'--security'"), (["--target", "deployment"], "'--target'"),
     (["--cluster-domain", "bad domain"], "'--cluster-domain'"), (["--namespace", "Bad NS"], "'--namespace'"),
     (["--request-timeout", "0"], "'--request-timeout'"), (["--timeout", "soon"], "'--timeout'"),

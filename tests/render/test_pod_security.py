@@ -234,10 +234,25 @@ def test_restricted_keeps_the_users_own_ids():
     assert context["runAsGroup"] == context["fsGroup"] == 4321
 
 
+def test_restricted_runs_with_the_flux_view_mounted_not_copied():
+    """A restricted pod is never root: the view's /opt/software is the init
+    container's copy, mounted read-only, never copied into the container."""
+    document = restricted(spec_of().model_dump(by_alias=True, exclude_none=True))
+    document["spec"]["flux"]["container"]["disable"] = False
+    rendered = quiet_render(load(document), "job")
+    lead = lead_container(rendered)
+    software = [m for m in lead["volumeMounts"] if m["mountPath"] == "/opt/software"]
+    view = pod_spec(rendered)["initContainers"][0]["name"]
+    assert software == [
+        {"name": view, "mountPath": "/opt/software", "subPath": "software", "readOnly": True}
+    ]
+    entrypoint = next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["entrypoint.sh"]
+    assert "cp -a" not in entrypoint and "/opt/software/" not in entrypoint
+
+
 @pytest.mark.parametrize(
     ("change", "says"),
     [
-        ({"flux": {"container": {"disable": False}}}, "Flux view .* needs root; .*--flux-in-image"),
         ({"pod": {"hostPID": True}}, "hostIPC and pod.hostPID"),
         ({"pod": {"securityContext": {"runAsUser": 0}}}, "runs as root"),
         ({"containers": [{"securityContext": {"privileged": True}}]}, "asks for privilege"),

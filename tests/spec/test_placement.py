@@ -200,16 +200,15 @@ def test_each_flag_and_its_file_field_render_the_same_bytes(flag, given, path, v
     assert rendered(on_file) == rendered(by_file)
 
 
-def test_security_profile_needs_flux_in_the_image():
+def test_security_profile_restricted_takes_the_view_or_flux_in_the_image():
     placement = Placement(security="restricted")
-    with pytest.raises(InputError, match=r"^--security restricted: the Flux view"):
-        from_flags(nodes=1, placement=placement)
-    spec = from_flags(nodes=1, placement=placement, flux_in_image=True)
-    file = copy.deepcopy(DOCUMENT)
-    file["spec"]["size"] = file["spec"]["tasks"] = 1
-    file["spec"]["pod"] = {"securityProfile": "restricted"}
-    file["spec"]["flux"] = {"container": {"disable": True}}
-    assert rendered(spec) == rendered(MiniCluster.from_dict(file))
+    for flux_in_image in (False, True):
+        spec = from_flags(nodes=1, placement=placement, flux_in_image=flux_in_image)
+        file = copy.deepcopy(DOCUMENT)
+        file["spec"]["size"] = file["spec"]["tasks"] = 1
+        file["spec"]["pod"] = {"securityProfile": "restricted"}
+        file["spec"]["flux"] = {"container": {"disable": flux_in_image}}
+        assert rendered(spec) == rendered(MiniCluster.from_dict(file))
 
 
 def test_placement_leaves_the_document_it_was_given_alone():

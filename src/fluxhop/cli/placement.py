@@ -70,7 +70,7 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
             "--security",
             type=click.Choice(SECURITY_PROFILES),
             help="Pod security profile: restricted passes the Pod Security Standards "
-            "restricted level (needs --flux-in-image).",
+            "restricted level (non-root, no capabilities, seccomp RuntimeDefault).",
         ),
         click.option(
             "--metrics/--no-metrics",

@@ -43,6 +43,12 @@ LEAD_STATE_VOLUME = "fluxhop-lead-state"
 LEAD_STATE_POLICY = "fluxhop-lead-state"
 LEAD_CLAIM_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}claim"
 LEAD_CONTAINER_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}container"
+# The Flux view's files are links into the Spack tree its image has in
+# /opt/software, which its init container copies into the view volume: the
+# lead container mounts that copy there (read-only, whatever its user), as
+# the Flux Operator copies it a second time, as root only.
+VIEW_SOFTWARE_DIR = "/opt/software"
+VIEW_SOFTWARE_SUBPATH = "software"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside
@@ -180,6 +186,15 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
         named[spec.spec.metrics.port] = "metrics"
     out["ports"] = _ports(lead, named)
     mounts = [*_flux_mounts(spec), {"name": CURVE_VOLUME, "mountPath": CURVE_DIR, "readOnly": True}]
+    if not spec.spec.flux.container.disable:
+        mounts.append(
+            {
+                "name": spec.spec.flux.container.name,
+                "mountPath": VIEW_SOFTWARE_DIR,
+                "subPath": VIEW_SOFTWARE_SUBPATH,
+                "readOnly": True,
+            }
+        )
     user = _volume_mounts(lead)
     if not any(m["mountPath"] == "/dev/shm" for m in user):
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})

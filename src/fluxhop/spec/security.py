@@ -29,12 +29,6 @@ def _contexts(spec: MiniClusterSpec) -> list[tuple[str, Any]]:
 
 def restricted_problem(spec: MiniClusterSpec) -> str | None:
     """Why ``spec`` cannot run under the restricted profile, or None."""
-    if not spec.flux.container.disable:
-        return (
-            f"{_WHY}: the Flux view installs Flux by copying /opt/software into the app "
-            "container, which needs root; use an image with Flux installed and set "
-            "flux.container.disable: true (--flux-in-image)"
-        )
     pod = spec.pod
     if pod.host_ipc or pod.host_pid:
         return f"{_WHY}: pod.hostIPC and pod.hostPID share the node's namespaces; drop them"

@@ -113,12 +113,8 @@ find_flux() {
     if [ "$view_enabled" = 1 ]; then
         [ -x "$view/bin/flux" ] || die "no flux in $view/bin: the $view_name init container did not provide one"
         export PATH="$PATH:$view/bin"
-        if [ -d "$flux_root/software" ]; then
-            # The view's files are links into /opt/software: put its targets back.
-            if ! { mkdir -p /opt/software && cp -a "$flux_root/software/." /opt/software/; } 2>/dev/null; then
-                die "cannot write /opt/software as $(id -un); the Flux view needs it (run as root or use an image with Flux and flux.container.disable)"
-            fi
-        fi
+        # The view's files are links into /opt/software: the pod mounts the
+        # init container's copy of it there (read-only), nothing is copied.
         # Load Fluxion as the view's Spack packages set it up: rc scripts from
         # <prefix>/etc/flux/rc1.d, modules from <prefix>/lib/flux/modules/sched.
         if [ "$scheduler_simple" != 1 ] && [ -d "$view/etc/flux/rc1.d" ]; then
