@@ -20,6 +20,7 @@ from tests.caches import user_cache
 
 __all__ = [
     "CACHE_VARIABLE",
+    "CGO_TAGS",
     "GO_DIR",
     "KUBERNETES_VERSION",
     "LINKS",
@@ -51,7 +52,33 @@ PROGRAMS = {
         "trainer",
         "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
     ),
+    # The real nodes (tests/realk8s/node): upstream's kubelet and kube-proxy
+    # of the control plane's release, containerd v2 (image volumes need
+    # >= 2.1) with its runc shim, runc, the CNI plugins a bridge network
+    # needs, and a registry (distribution) that serves the images built here.
+    "kubelet": ("kubernetes", "k8s.io/kubernetes/cmd/kubelet"),
+    "kube-proxy": ("kubernetes", "k8s.io/kubernetes/cmd/kube-proxy"),
+    "containerd": ("containerd", "github.com/containerd/containerd/v2/cmd/containerd"),
+    "containerd-shim-runc-v2": (
+        "containerd",
+        "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+    ),
+    "ctr": ("containerd", "github.com/containerd/containerd/v2/cmd/ctr"),
+    "runc": ("runc", "github.com/opencontainers/runc"),
+    "registry": ("registry", "github.com/distribution/distribution/v3/cmd/registry"),
+    **{
+        f"cni/{plugin}": ("cni", f"github.com/containernetworking/plugins/plugins/{kind}/{plugin}")
+        for kind, plugin in (
+            ("main", "bridge"),
+            ("main", "loopback"),
+            ("ipam", "host-local"),
+            ("meta", "portmap"),
+        )
+    },
 }
+# Programs that need cgo, with the build tags upstream's Makefile gives
+# them: runc's seccomp filter is libseccomp's (Debian's libseccomp-dev).
+CGO_TAGS = {"runc": "seccomp"}
 # names the multi-call binary also answers to (it dispatches on its own name)
 LINKS = {"kubectl": "k8s"}
 

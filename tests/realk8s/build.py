@@ -19,7 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.realk8s.binaries import GO_DIR, KUBERNETES_VERSION, LINKS, PROGRAMS, bin_dir, built
+from tests.realk8s.binaries import (
+    CGO_TAGS,
+    GO_DIR,
+    KUBERNETES_VERSION,
+    LINKS,
+    PROGRAMS,
+    bin_dir,
+    built,
+)
 
 
 def version_stamp() -> str:
@@ -38,10 +46,11 @@ def version_stamp() -> str:
     )
 
 
-def go_environment() -> dict[str, str]:
+def go_environment(cgo: bool = False) -> dict[str, str]:
     return {
         **os.environ,
-        "CGO_ENABLED": "0",  # static, as upstream builds its server binaries
+        # static, as upstream builds its server binaries; cgo where a program needs it
+        "CGO_ENABLED": "1" if cgo else "0",
         "GOTOOLCHAIN": "local",  # a module asking for a newer Go fails, never downloads one
         "GOFLAGS": "-trimpath -mod=readonly -buildvcs=false",
     }
@@ -53,10 +62,21 @@ def build(target: Path) -> None:
         for name, (module, package) in PROGRAMS.items():
             started = time.monotonic()
             ldflags = "-s -w " + (version_stamp() if module == "kubernetes" else "")
+            tags = CGO_TAGS.get(name)
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
             subprocess.run(
-                ["go", "build", "-ldflags", ldflags, "-o", str(staging / name), package],
+                [
+                    "go",
+                    "build",
+                    *(["-tags", tags] if tags else []),
+                    "-ldflags",
+                    ldflags,
+                    "-o",
+                    str(staging / name),
+                    package,
+                ],
                 cwd=GO_DIR / module,
-                env=go_environment(),
+                env=go_environment(cgo=tags is not None),
                 check=True,
             )
             print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
@@ -64,6 +84,7 @@ def build(target: Path) -> None:
             (staging / link).symlink_to(program)
         target.mkdir(exist_ok=True)
         for name in [*LINKS, *PROGRAMS]:  # complete only once all are in place (binaries.built)
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / name, target / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
