@@ -10,15 +10,19 @@ repository and is a no-op when its cache is current:
   ``../shared/upstream/flux-operator`` (``tests/peers/build.py``), into
   ``~/.cache/fluxhop/peers`` (``FLUXHOP_PEERS_CACHE`` moves it);
 * ``flux``: flux-core and Fluxion from ``../shared/upstream/flux``
-  (``tests/realflux/build.py``), into ``/var/cache/fluxhop/flux`` as root
+  (``tests/realflux/build.py``), into ``/opt/software`` as root
   (where the pods of the real tiers can see it), ``~/.cache/fluxhop/flux``
-  otherwise (``FLUXHOP_FLUX_CACHE`` moves it).
+  otherwise (``FLUXHOP_FLUX_CACHE`` moves it);
+* ``images``: once those are built, the images the real nodes pull
+  (Debian root filesystems, the Flux view with that Flux), pushed into a
+  registry's storage (``tests/realk8s/images/build.py``), into
+  ``~/.cache/fluxhop/images`` (``FLUXHOP_IMAGES_CACHE`` moves it).
 
 First the Debian packages every part and the tests need are installed, in
 one apt-get (root only; otherwise one line names them): Flux's build
 dependencies (libczmq among them, which the Flux Operator links too) and
 the MPI flavours of the MPI matrix. Then the parts run at
-once, each as its own process: a cold build spends much of its time in
+once (the images after the others), each as its own process: a cold build spends much of its time in
 single-threaded steps (Go's links and module downloads, Flux's autogen and
 configure), so two builds side by side keep both cores busy. Each part's
 lines are prefixed with its name; the exit status is the first failure's.
@@ -36,12 +40,17 @@ from tests import debian
 from tests.peers import PEERS
 from tests.realflux.build import DEBIAN_PACKAGES as FLUX_PACKAGES
 from tests.realk8s.mpi import FLAVOURS
+from tests.realk8s.node import DEBIAN_PACKAGES as NODE_PACKAGES
 
 PARTS = {
     "realk8s": "tests.realk8s.build",
     "flux": "tests.realflux.build",
     "peers": "tests.peers.build",
+    "images": "tests.realk8s.images.build",
 }
+# parts that start once the first stage is done: the images pack its Flux
+# and are pushed with its registry
+LATER = ("images",)
 
 
 def packages() -> list[str]:
@@ -49,7 +58,7 @@ def packages() -> list[str]:
     flavours the MPI matrix compiles its program with."""
     mpi = [name for flavour in FLAVOURS.values() for name in flavour.packages.split()]
     peers = [name for peer in PEERS.values() for name in peer.debian]
-    return list(dict.fromkeys([*FLUX_PACKAGES, *mpi, *peers]))
+    return list(dict.fromkeys([*FLUX_PACKAGES, *mpi, *peers, *NODE_PACKAGES]))
 
 
 def install_packages() -> None:
@@ -77,16 +86,10 @@ def follow(
     print(f"[{name}] done in {time.monotonic() - started:.0f} s (status {codes[name]})", flush=True)
 
 
-def main(argv: list[str]) -> int:
-    unknown = [name for name in argv if name not in PARTS]
-    if unknown:
-        print(f"build: no part {unknown[0]!r}; parts: {', '.join(PARTS)}", file=sys.stderr)
-        return 2
-    install_packages()
-    started = time.monotonic()
-    codes: dict[str, int] = {}
+def run_parts(names: list[str], started: float, codes: dict[str, int]) -> bool:
+    """Run ``names`` at once, each its own process; True when interrupted."""
     followers = []
-    for name in argv or list(PARTS):
+    for name in names:
         process = subprocess.Popen(
             [sys.executable, "-u", "-m", PARTS[name]],
             stdout=subprocess.PIPE,
@@ -104,7 +107,26 @@ def main(argv: list[str]) -> int:
         # scratch directories as they stop; wait for that.
         for follower in followers:
             follower.join()
-        return 130
+        return True
+    return False
+
+
+def main(argv: list[str]) -> int:
+    unknown = [name for name in argv if name not in PARTS]
+    if unknown:
+        print(f"build: no part {unknown[0]!r}; parts: {', '.join(PARTS)}", file=sys.stderr)
+        return 2
+    install_packages()
+    started = time.monotonic()
+    codes: dict[str, int] = {}
+    chosen = argv or list(PARTS)
+    first = [name for name in chosen if name not in LATER]
+    later = [name for name in chosen if name in LATER]
+    for stage in (first, later):
+        if any(codes.values()):
+            break  # a later stage needs what failed
+        if run_parts(stage, started, codes):
+            return 130
     return next((code for code in codes.values() if code), 0)
 
 

@@ -1,0 +1,285 @@
+"""Build the images the real nodes pull: ``python -m tests.realk8s.images.build``.
+
+Debian 12 root filesystems from apt's own configured sources (mmdebstrap,
+as root: no daemon), written as OCI images (``oci.py``) and pushed into a
+registry's storage in a cache outside the repository
+(``~/.cache/fluxhop/images/<digest>``, ``FLUXHOP_IMAGES_CACHE`` moves it),
+which the test cluster's registry serves (``registry.py``). The digest is
+taken over this recipe and the Flux build it packs: a changed recipe or a
+new Flux is a new build, anything else a no-op.
+
+The images, under the names upstream manifests and fluxhop's examples use,
+so that they resolve unchanged through the nodes' mirror configuration:
+
+* ``registry.k8s.io/pause``: the pod sandbox (``pause.c``, static);
+* the Flux view images (``FLUX_VIEW_IMAGES``): the base below plus the
+  project's flux-core and Fluxion build as a Spack install tree in
+  ``/opt/software`` (real files) and a view of it in
+  ``/opt/views/._view/<hash>`` whose files are links into it, ``/opt/view``
+  and ``/opt/views/view`` linking to the view, as the Flux Operator's view
+  images lay it out;
+* ``fluxrm/flux-sched:bookworm``: the base with that Flux on PATH, for
+  MiniClusters whose image has Flux (``--flux-in-image``);
+* the application images the examples name (``ubuntu:noble``,
+  ``ubuntu:jammy``): Debian 12 with what Flux needs at run time
+  (``RUNTIME_PACKAGES``), since the view's Flux was built on Debian 12 and
+  runs with its libraries. Stand-ins by name, not Ubuntu: what matters to a
+  MiniCluster is that Flux from the view runs in them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.caches import user_cache
+from tests.realflux import flux_prefix
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.images.oci import Blobs, Image, Layer, push, tree_entries
+from tests.realk8s.images.registry import Registry
+from tests.realk8s.ports import free_port
+
+__all__ = [
+    "APPLICATION_IMAGES",
+    "FLUX_IMAGE",
+    "FLUX_VIEW_IMAGES",
+    "PAUSE_IMAGE",
+    "RUNTIME_PACKAGES",
+    "built_images",
+    "images_dir",
+    "missing_images",
+]
+
+HERE = Path(__file__).parent
+SUITE = "bookworm"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# The Flux view images the view init containers start from: Kubeflow
+# Trainer's flux plugin's (its default, and the one its examples name), the
+# Flux Operator's default (spec.flux.container.image), and the one the Flux
+# Operator's OSU example, and so examples/mpi-hello-openmpi.yaml, name.
+FLUX_VIEW_IMAGES = (
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-focal",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
+)
+APPLICATION_IMAGES = ("docker.io/library/ubuntu:noble", "docker.io/library/ubuntu:jammy")
+# An image with Flux installed (--flux-in-image): upstream's name for
+# flux-sched on Debian 12, here the base with the project's Flux on PATH.
+FLUX_IMAGE = "docker.io/fluxrm/flux-sched:bookworm"
+# What the Flux build (tests/realflux) links and runs on Debian 12: the
+# libraries of its programs and modules (ldd of every one, less the
+# essential ones), the Python modules and Lua its commands and rc scripts
+# load, and the tools fluxhop's scripts call.
+RUNTIME_PACKAGES = [
+    "python3",
+    "libpython3.11",
+    "python3-cffi-backend",
+    "python3-yaml",
+    "python3-ply",
+    "lua5.3",
+    "lua-posix",
+    "liblua5.3-0",
+    "libzmq5",
+    "libsodium23",
+    "libjansson4",
+    "liblz4-1",
+    "libarchive13",
+    "libhwloc15",
+    "libsqlite3-0",
+    "libuuid1",
+    "libsystemd0",
+    "libboost-graph1.74.0",
+    "libboost-regex1.74.0",
+    "libyaml-cpp0.7",
+    "hostname",
+    "procps",
+]
+CACHE_VARIABLE = "FLUXHOP_IMAGES_CACHE"
+STAMP = ".built"
+VIEW_HASH = "fluxhop"  # the view's directory under /opt/views/._view
+
+
+def cache_root() -> Path:
+    return user_cache(CACHE_VARIABLE, "images")
+
+
+def _digest(prefix: Path | None) -> str:
+    digest = hashlib.sha256(f"{SUITE}\n{prefix}\n".encode())
+    for name in ("build.py", "oci.py", "pause.c"):
+        digest.update((HERE / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def images_dir() -> Path:
+    """Where the current recipe and Flux build their images."""
+    return cache_root() / _digest(flux_prefix())
+
+
+def built_images() -> Path | None:
+    """The registry storage of the current images, or None when not built."""
+    directory = images_dir()
+    return directory / "registry" if (directory / STAMP).is_file() else None
+
+
+def missing_images() -> str | None:
+    if built_images() is None:
+        return f"the real nodes' images are not built (python -m tests.realk8s.images.build -> {images_dir()})"
+    return None
+
+
+def base_layer(blobs: Blobs, scratch: Path) -> Layer:
+    """Debian 12 (minbase) with RUNTIME_PACKAGES, from apt's configured sources."""
+    tar = scratch / "base.tar"
+    subprocess.run(
+        [
+            "mmdebstrap",
+            "--quiet",
+            "--variant=minbase",
+            "--mode=root",
+            f"--include={','.join(RUNTIME_PACKAGES)}",
+            "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
+            SUITE,
+            str(tar),
+        ],
+        check=True,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "0"},
+    )
+    try:
+        return blobs.layer_from_tar(tar)
+    finally:
+        tar.unlink()
+
+
+def pause_layer(blobs: Blobs, scratch: Path) -> Layer:
+    binary = scratch / "pause"
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(binary), str(HERE / "pause.c")], check=True)
+    return blobs.layer_from_entries([("pause", binary)])
+
+
+def view_entries(prefix: Path) -> list[tuple[str, Path | str | None]]:
+    """The Flux build at its own path (under /opt/software), and a Spack
+    view of it: its directories, each file a link to the installed one."""
+    entries: list[tuple[str, Path | str | None]] = []
+    parents = [p for p in reversed(prefix.parents) if p != Path("/")]
+    entries += [(str(p), None) for p in parents]
+    entries += tree_entries(prefix, str(prefix))
+    view = f"/opt/views/._view/{VIEW_HASH}"
+    entries += [("/opt/views", None), ("/opt/views/._view", None), (view, None)]
+    for path in sorted(prefix.rglob("*")):
+        relative = path.relative_to(prefix)
+        if path.is_dir() and not path.is_symlink():
+            entries.append((f"{view}/{relative}", None))
+        else:
+            entries.append((f"{view}/{relative}", str(path)))
+    for python in sorted(prefix.glob("lib/python3*")):  # the libpython a view carries
+        soname = f"lib{python.name}.so.1.0"
+        entries.append((f"{view}/lib/{soname}", f"/usr/lib/x86_64-linux-gnu/{soname}"))
+    entries += [("/opt/views/view", f"._view/{VIEW_HASH}"), ("/opt/view", "/opt/views/view")]
+    return entries
+
+
+def build(target: Path, prefix: Path, registry_binary: Path) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        blobs = Blobs(target / "blobs")
+        started = time.monotonic()
+        base = base_layer(blobs, scratch)
+        print(
+            f"base (Debian {SUITE} and Flux's runtime) in {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
+        started = time.monotonic()
+        flux = blobs.layer_from_entries(view_entries(prefix))
+        pause = pause_layer(blobs, scratch)
+        print(f"the Flux view and pause layers in {time.monotonic() - started:.0f} s", flush=True)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        shell = {"Env": [f"PATH={path}"]}
+        images = {
+            PAUSE_IMAGE: Image.make(blobs, [pause], {"Entrypoint": ["/pause"]}),
+            **{
+                name: Image.make(blobs, [base, flux], {**shell, "Cmd": ["/bin/bash"]})
+                for name in FLUX_VIEW_IMAGES
+            },
+            **{
+                name: Image.make(blobs, [base], {**shell, "Cmd": ["/bin/bash"]})
+                for name in APPLICATION_IMAGES
+            },
+            FLUX_IMAGE: Image.make(
+                blobs, [base, flux], {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}
+            ),
+        }
+        storage = target / "registry"
+        registry = Registry(
+            registry_binary, storage, f"127.0.0.1:{free_port()}", scratch / "registry-run"
+        ).start()
+        try:
+            for name, image in images.items():
+                push(registry.url, repository_name(name), image, blobs)
+        finally:
+            registry.stop()
+        shutil.rmtree(target / "blobs")  # the registry holds them now
+        (target / STAMP).write_text("\n".join(images) + "\n")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def repository_name(image: str) -> str:
+    """The registry's name for ``image`` (with its tag): its registry host is
+    the first path component, as the nodes' mirror configuration maps each
+    host to ``/v2/<host>/`` of the registry (tests/realk8s/node/config.py)."""
+    first, _, rest = image.partition("/")
+    if not rest or ("." not in first and ":" not in first and first != "localhost"):
+        first, rest = "docker.io", image  # a short name is Docker Hub's
+    if first == "docker.io" and "/" not in rest:
+        rest = f"library/{rest}"
+    return f"{first}/{rest}"
+
+
+def main() -> int:
+    if os.geteuid() != 0:  # so do the real nodes: their tests skip, saying so
+        print("images: not built: root filesystems need root (mmdebstrap --mode=root)")
+        return 0
+    prefix = flux_prefix()
+    if prefix is None:
+        print(
+            "images: no Flux build to put in the view images (python -m tests.realflux.build)",
+            file=sys.stderr,
+        )
+        return 1
+    if not prefix.is_relative_to("/opt/software"):
+        print(
+            f"images: the Flux view needs Flux built under /opt/software, not {prefix}",
+            file=sys.stderr,
+        )
+        return 1
+    binaries = bin_dir()
+    if binaries is None or not (binaries / "registry").is_file():
+        print("images: no registry built (python -m tests.realk8s.build)", file=sys.stderr)
+        return 1
+    target = images_dir()
+    if (target / STAMP).is_file():
+        print(f"images: up to date in {target}")
+        return 0
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    print(f"building the real nodes' images into {target}", flush=True)
+    try:
+        build(target, prefix, binaries / "registry")
+    except (subprocess.CalledProcessError, RuntimeError) as error:
+        print(f"images: {error}", file=sys.stderr)
+        return 1
+    for old in target.parent.iterdir():  # images of recipes that are gone
+        if old != target and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+    print(f"images: built in {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
