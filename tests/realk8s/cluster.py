@@ -39,6 +39,7 @@ from tests.realk8s.api import Api, Credentials
 from tests.realk8s.cleanup import RUN_DIR, leftovers, remove_created, sweep
 from tests.realk8s.components import (
     CLUSTER_DOMAIN,
+    KUBERNETES_SERVICE_IP,
     apiserver_flags,
     audit_flags,
     controller_manager_flags,
@@ -47,6 +48,8 @@ from tests.realk8s.components import (
     etcd_flags,
     scheduler_flags,
 )
+from tests.realk8s.images.build import built_images, missing_images
+from tests.realk8s.images.registry import Registry
 from tests.realk8s.kubelet.network import (
     GATEWAY,
     GUEST_DNS,
@@ -55,6 +58,14 @@ from tests.realk8s.kubelet.network import (
     delete_everything,
     guest_address,
 )
+from tests.realk8s.node.host import (
+    CGROUP_PARENT,
+    cgroup_hierarchies,
+    record_host,
+    remove_cgroup,
+    restore_host,
+)
+from tests.realk8s.node.node import RealNode, sweep_nodes
 from tests.realk8s.nodes import FLUX_VIEW_IMAGES, REPO, Nodes, NodeSpec
 from tests.realk8s.pki import CA, KeyPair
 from tests.realk8s.ports import free_port
@@ -70,6 +81,7 @@ __all__ = [
 ]
 
 LOCK = Path("/run/fluxhop-realk8s.lock")
+HOST_RECORD = "host.json"  # what the real nodes' kubelets change on the machine
 
 
 class ClusterError(Exception):
@@ -136,9 +148,10 @@ class LocalCluster(Nodes):
         self.dns = GUEST_DNS if self.guest else GATEWAY
         self.workdir = RUN_DIR / name
         self.lock_file: Any = None
-        self.created_left: list[
-            str
-        ] = []  # mount points made on the host that stop could not remove
+        # mount points made on the host that stop could not remove
+        self.created_left: list[str] = []
+        self.real_nodes: dict[str, RealNode] = {}
+        self.registry_url = ""
         self.started = 0.0
 
     # --- files ------------------------------------------------------------------------
@@ -214,7 +227,12 @@ class LocalCluster(Nodes):
 
     def start_apiserver(self) -> None:
         flags = apiserver_flags(
-            self.etcd_url, self.api_port, self.workdir / "pki", self.ca.cert, self.serving
+            self.etcd_url,
+            self.api_port,
+            self.workdir / "pki",
+            self.ca.cert,
+            self.serving,
+            self.api_address,
         ) + audit_flags(self.workdir / "audit", self.audited)
         self._k8s("kube-apiserver", *flags)
         wait_until(
@@ -267,6 +285,18 @@ class LocalCluster(Nodes):
         self.processes["coredns"] = process.start()
         self.health["coredns"] = f"http://127.0.0.1:{ready}/ready"
 
+    def _registry(self) -> None:
+        """The registry the real nodes pull from, serving the images built
+        here (tests/realk8s/images), on the bridge's address."""
+        storage = built_images()
+        if storage is None:
+            raise ClusterError(missing_images() or "no images")
+        record_host(self.workdir / HOST_RECORD)
+        address = f"{GATEWAY}:{free_port()}"
+        registry = Registry(self.bin / "registry", storage, address, self.workdir / "registry")
+        self.processes["registry"] = registry.start().process
+        self.registry_url = registry.url
+
     # --- the whole cluster -------------------------------------------------------------
     def admin(self) -> Api:
         return Api(self.credentials())
@@ -299,14 +329,17 @@ class LocalCluster(Nodes):
             guest_address(True)
         self.ca = CA(self.workdir / "pki")
         self.api_port = free_port()
-        self.server = f"https://127.0.0.1:{self.api_port}"
+        # the test cluster's on the bridge, where its real nodes reach it
+        self.api_address = GATEWAY if self.full else "127.0.0.1"
+        self.server = f"https://{self.api_address}:{self.api_port}"
         self.serving = self.ca.issue(
             "apiserver",
             "kube-apiserver",
             hosts=(
                 "127.0.0.1",
                 "localhost",
-                "10.96.0.1",
+                GATEWAY,
+                KUBERNETES_SERVICE_IP,
                 "kubernetes",
                 "kubernetes.default",
                 "kubernetes.default.svc",
@@ -326,9 +359,13 @@ class LocalCluster(Nodes):
         if self.full or self.guest:
             self._scheduler()
             self._coredns()
+        if any(spec.real for spec in self.node_specs):
+            self._registry()
         for index, spec in enumerate(self.node_specs):
             self._kubelet(index, spec)
-        everything = list(self.processes.values())
+        everything = list(self.processes.values()) + [
+            process for node in self.real_nodes.values() for process in node.alive()
+        ]
         for name, url in self.health.items():
             wait_until(f"{name} healthy", lambda url=url: healthy(url), 120, everything)
         with self.admin() as api:
@@ -346,6 +383,7 @@ class LocalCluster(Nodes):
             )
 
     def stop(self) -> None:
+        self.created_left = []
         control_plane = (
             "coredns",
             "kube-scheduler",
@@ -353,6 +391,11 @@ class LocalCluster(Nodes):
             "kube-apiserver",
             "etcd",
         )
+        for node in self.real_nodes.values():
+            self.created_left += node.stop()
+        if self.real_nodes:
+            self.created_left += remove_cgroup(CGROUP_PARENT)
+        self.real_nodes.clear()
         # the kubelets, and the controllers started beside the cluster (tests/realk8s/controllers.py)
         for name in [n for n in self.processes if n not in control_plane]:
             self.processes[name].stop()
@@ -360,7 +403,8 @@ class LocalCluster(Nodes):
             delete_everything()  # the pods, which outlive their kubelets
         elif self.guest:
             self._delete_guest_pods()
-        self.created_left = remove_created(self.workdir)
+        self.created_left += remove_created(self.workdir)
+        restore_host(self.workdir / HOST_RECORD, RUN_DIR)
         for name in control_plane:
             if name in self.processes:
                 self.processes[name].stop()
@@ -372,14 +416,20 @@ class LocalCluster(Nodes):
 
     def leftovers(self) -> list[str]:
         """What of a test cluster is still on this machine (empty after ``stop``)."""
-        made = [f"mount point {p}" for p in self.created_left if os.path.lexists(p)]
+        made = [f"mount point or cgroup {p}" for p in self.created_left if os.path.lexists(p)]
+        made += [
+            f"cgroup {h / CGROUP_PARENT}"
+            for h in cgroup_hierarchies()
+            if (h / CGROUP_PARENT).exists()
+        ]
         if not self.full:  # its processes only: the test cluster's share the binaries
             return leftovers(self.workdir, None)
         return leftovers(self.workdir, self.bin) + made
 
     def sweep(self) -> list[str]:
         """Remove what a killed run left (its processes, namespaces, files)."""
-        left = sweep(self.workdir, pod_network=self.full)
+        left = sweep_nodes(self.workdir, self.workdir / HOST_RECORD) if self.full else []
+        left += sweep(self.workdir, pod_network=self.full)
         return left + (self._delete_guest_pods() if self.guest else [])
 
     def token(self, namespace: str, account: str, seconds: int = 3600) -> str:

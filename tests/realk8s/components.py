@@ -2,8 +2,8 @@
 configuration as plain data (pure), for ``LocalCluster`` to run.
 
 Where this differs from a production cluster it says why: everything on
-127.0.0.1 but cluster DNS, no kube-proxy (``--endpoint-reconciler-type=none``:
-loopback is not a valid endpoint address), and node failure noticed in
+127.0.0.1 but the test cluster's API server and DNS (on the pod network's
+gateway, where the real nodes reach them), and node failure noticed in
 seconds (``NODE_GRACE``, ``EVICTION_TOLERATION``) so that the fault tests
 finish quickly.
 """
@@ -21,6 +21,7 @@ __all__ = [
     "CLUSTER_DOMAIN",
     "CONTROLLERS",
     "EVICTION_TOLERATION",
+    "KUBERNETES_SERVICE_IP",
     "NODE_GRACE",
     "SERVICE_RANGE",
     "api_rate_flags",
@@ -33,7 +34,11 @@ __all__ = [
     "scheduler_flags",
 ]
 
-SERVICE_RANGE = "10.96.0.0/16"
+# Services in the benchmarking range with the pods (198.18.0.0/15), never a
+# private one: kube-proxy routes them on the real nodes. The first address
+# is the kubernetes Service's.
+SERVICE_RANGE = "198.18.128.0/17"
+KUBERNETES_SERVICE_IP = "198.18.128.1"
 CLUSTER_DOMAIN = "cluster.local"
 NODE_GRACE = 10  # seconds without a Lease renewal before a node is NotReady (40 s by default)
 EVICTION_TOLERATION = 10  # seconds a pod stays on a NotReady node (300 s by default)
@@ -88,13 +93,19 @@ def etcd_flags(data_dir: Path, client_url: str, peer_url: str) -> list[str]:
     ]
 
 
-def apiserver_flags(etcd_url: str, port: int, pki: Path, ca: Path, serving: KeyPair) -> list[str]:
+def apiserver_flags(
+    etcd_url: str, port: int, pki: Path, ca: Path, serving: KeyPair, address: str = "127.0.0.1"
+) -> list[str]:
+    """On ``address``: loopback for a control plane alone, the pod network's
+    gateway for the test cluster, whose real nodes reach it there (and their
+    pods through the kubernetes Service, which kube-proxy routes to it)."""
     return [
         f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={address}",
         f"--secure-port={port}",
-        "--advertise-address=127.0.0.1",
-        "--endpoint-reconciler-type=none",
+        f"--advertise-address={address}",
+        # loopback is no valid endpoint address: no kubernetes Service endpoints then
+        f"--endpoint-reconciler-type={'none' if address == '127.0.0.1' else 'lease'}",
         f"--service-cluster-ip-range={SERVICE_RANGE}",
         "--allow-privileged=true",
         "--authorization-mode=Node,RBAC",

@@ -28,7 +28,10 @@ from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_unt
 from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
 from tests.realk8s.dws import Dws, missing_dws
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
+from tests.realk8s.images.build import missing_images
 from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build
+from tests.realk8s.node.node import missing_runtime
+from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
@@ -113,9 +116,10 @@ def cluster() -> Iterator[LocalCluster]:
     directory = bin_dir()
     assert directory is not None
     prefix = flux_prefix() if missing_flux() is None else None
+    real = REAL_NODES if missing_real_nodes() is None else []
     local = LocalCluster(
         directory,
-        NODES,
+        NODES + real,
         flux_prefix=prefix,
         audited=(f"system:serviceaccounts:{AUDITED_NAMESPACE}",),
     )
@@ -131,6 +135,20 @@ def cluster() -> Iterator[LocalCluster]:
         local.stop()
     left = local.leftovers()
     assert not left, f"the test cluster left behind: {left}"
+
+
+def missing_real_nodes() -> str | None:
+    """Why the cluster has no real nodes here, or None."""
+    return missing_images() or missing_runtime()
+
+
+@pytest.fixture(scope="session")
+def real_nodes(cluster: LocalCluster) -> list[str]:
+    """The names of the cluster's real nodes (skips without them, saying why)."""
+    reason = missing_real_nodes()
+    if reason or not cluster.real_nodes:
+        pytest.skip(reason or "the test cluster started without real nodes")
+    return sorted(cluster.real_nodes)
 
 
 @pytest.fixture(scope="session")

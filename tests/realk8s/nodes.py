@@ -1,6 +1,9 @@
-"""The nodes of a LocalCluster (cluster.py): one Python kubelet each
-(tests/realk8s/kubelet), started, stopped and started again as faults need,
-with the image stand-ins they give pods (a view of the Flux the pods run)."""
+"""The nodes of a LocalCluster (cluster.py), started, stopped and started
+again as faults need: real nodes (``NodeSpec(real=True)``: containerd, runc,
+the kubelet and kube-proxy, tests/realk8s/node) pulling the images built
+here from the cluster's registry, and nodes of the Python kubelet
+(tests/realk8s/kubelet) with the image stand-ins they give pods (a view of
+the Flux the pods run)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ from pathlib import Path
 from tests.realk8s.api import Api
 from tests.realk8s.binaries import KUBERNETES_VERSION
 from tests.realk8s.components import CLUSTER_DOMAIN
+from tests.realk8s.images.build import FLUX_VIEW_IMAGES, PAUSE_IMAGE
 from tests.realk8s.kubelet.network import NETNS_PREFIX, delete_everything, guest_address
+from tests.realk8s.node.node import RealNode
 from tests.realk8s.pki import CA
 from tests.realk8s.ports import free_port
 from tests.realk8s.processes import Process
@@ -22,16 +27,6 @@ from tests.realk8s.processes import Process
 __all__ = ["FLUX_VIEW_IMAGES", "REPO", "NodeSpec", "Nodes"]
 
 REPO = Path(__file__).resolve().parents[2]
-
-# The Flux view images the view init containers start from: Kubeflow
-# Trainer's flux plugin's (its default, and the one its examples name) and
-# the Flux Operator's default (spec.flux.container.image), and the one the
-# Flux Operator's OSU example, and so examples/mpi-hello-openmpi.yaml, name.
-FLUX_VIEW_IMAGES = (
-    "ghcr.io/converged-computing/flux-view-ubuntu:tag-focal",
-    "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
-    "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
-)
 
 
 @dataclass
@@ -41,6 +36,7 @@ class NodeSpec:
     capacity: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     mark_only: bool = False  # its pods are marked Running, nothing runs (kubelet/marking.py)
+    real: bool = False  # a real kubelet with containerd and runc (tests/realk8s/node)
 
 
 class Nodes:
@@ -53,6 +49,8 @@ class Nodes:
     flux_prefix: Path | None
     node_specs: list[NodeSpec]
     processes: dict[str, Process]
+    real_nodes: dict[str, RealNode]
+    registry_url: str
     server: str
     workdir: Path
 
@@ -62,18 +60,16 @@ class Nodes:
         and /opt/software into the pod) is a view of the flux-core the pods
         get, where there is one; /opt/view is that view too, as the image's
         link makes it (the Trainer plugin's init script makes /opt/view/bin:
-        without it, that landed on this machine's /opt)."""
+        without it, that landed on this machine's /opt). /opt/software is
+        this machine's, in every image: as root, Flux is built there
+        (tests/realflux), where the view's links point."""
         if self.flux_prefix is None:
             return {}
-        software = self.workdir / "images" / "empty-software"
-        software.mkdir(parents=True, exist_ok=True)
         view = str(self._flux_view())
-        stand_in = {
-            "/opt/views/._view/fluxhop": view,
-            "/opt/view": view,
-            "/opt/software": str(software),
-        }
-        return {image: stand_in for image in FLUX_VIEW_IMAGES}
+        software = "/opt/software"
+        every = {software: software} if self.flux_prefix.is_relative_to(software) else {}
+        stand_in = {"/opt/views/._view/fluxhop": view, "/opt/view": view, **every}
+        return {"*": every, **{image: stand_in for image in FLUX_VIEW_IMAGES}}
 
     def _flux_view(self) -> Path:
         """A view of the Flux prefix as a Spack view is made: the prefix's
@@ -101,6 +97,12 @@ class Nodes:
         return view
 
     def _kubelet(self, index: int, spec: NodeSpec) -> None:
+        if spec.real:
+            peers = list(self.real_nodes.values())
+            node = RealNode(self, self.first_node + index, spec)
+            self.real_nodes[spec.name] = node
+            node.start(peers, self.registry_url, PAUSE_IMAGE)
+            return
         pair = self.ca.issue(
             f"kubelet-{spec.name}", f"system:node:{spec.name}", groups=("system:nodes",)
         )
@@ -145,11 +147,17 @@ class Nodes:
     def stop_kubelet(self, node: str) -> None:
         """Kill a node's kubelet (a fault): its pods run on, unseen; its
         HTTPS server (logs, exec) goes with it."""
+        if node in self.real_nodes:
+            self.real_nodes[node].stop_kubelet()
+            return
         self.processes[f"kubelet-{node}"].kill()
 
     def start_kubelet(self, node: str) -> None:
         """Start a node's kubelet again (after stop_kubelet): it registers
         its Node anew if that was deleted."""
+        if node in self.real_nodes:
+            self.real_nodes[node].start_kubelet()
+            return
         index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
         old = self.processes.get(f"kubelet-{node}")
         if old is not None:

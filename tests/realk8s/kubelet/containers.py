@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.realk8s.components import KUBERNETES_SERVICE_IP
 from tests.realk8s.kubelet.environment import IMAGE_PATH, EnvError, container_env, expand
 
 __all__ = ["ConfigError", "base_env", "container_spec", "sandbox_spec"]
 
-KUBERNETES_SERVICE = ("10.96.0.1", "443")  # the ClusterIP; nothing routes it: no kube-proxy
+KUBERNETES_SERVICE = (KUBERNETES_SERVICE_IP, "443")  # the ClusterIP; no kube-proxy routes it here
 
 
 class ConfigError(Exception):
@@ -86,7 +87,7 @@ def container_spec(
     the mount points it makes on the host are recorded; ``images`` maps an
     image to what it adds to the host filesystem (container path -> host
     path, mounted read-only): an image stand-in, such as a Flux view image's
-    /opt/views made of an installed flux-core."""
+    /opt/views made of an installed flux-core (``"*"``: what every image adds)."""
     name = container["name"]
     if not container.get("command"):
         raise ConfigError(
@@ -114,7 +115,13 @@ def container_spec(
                 source.is_file(),
             ]
         )
-    for target, source in ((images or {}).get(container.get("image", "")) or {}).items():
+    images = images or {}
+    stand_in = {**images.get("*", {}), **images.get(container.get("image", ""), {})}
+    # what the image has there (the host's /opt/software, where the view's
+    # links point) stands in for what the pod mounts over it: the view's
+    # software copied into a volume, which the stand-in views leave empty
+    mounts = [m for m in mounts if m[1] not in stand_in]
+    for target, source in stand_in.items():
         mounts.append([source, target, True, Path(source).is_file()])
     uid, gid, groups = _security(pod, container)
     directory.mkdir(parents=True, exist_ok=True)

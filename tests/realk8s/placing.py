@@ -1,0 +1,50 @@
+"""Where a test's pods run: the real nodes (tests/realk8s/node) when the
+cluster has them, else the Python kubelet's nodes. A module moved onto the
+real nodes asks for its image and placement here, so that it runs on
+whichever the cluster has."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tests.realk8s.images.build import FLUX_IMAGE
+from tests.realk8s.nodes import NodeSpec
+
+if TYPE_CHECKING:
+    from tests.realk8s.cluster import LocalCluster
+
+__all__ = ["ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image", "flux_image_flags"]
+
+# Only pods that tolerate the real nodes' taint land there, while the rest
+# of the tier still runs on the Python kubelet's nodes.
+REAL = "fluxhop.test/real"
+REAL_NODES = [
+    NodeSpec(
+        name,
+        labels={"topology.kubernetes.io/zone": "zone-r", REAL: "yes"},
+        taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}],
+        real=True,
+    )
+    for name in ("node-r0", "node-r1")
+]
+# What puts a pod there: in a pod spec, and as fluxhop's flags
+ON_REAL_NODES: dict[str, Any] = {
+    "nodeSelector": {REAL: "yes"},
+    "tolerations": [{"key": REAL, "operator": "Exists", "effect": "NoSchedule"}],
+}
+REAL_FLAGS = ["--node-selector", f"{REAL}=yes", "--toleration", f"{REAL}:NoSchedule"]
+
+
+def flux_image(cluster: LocalCluster) -> tuple[str, dict[str, Any]]:
+    """An image with Flux installed, and the pod settings that place it: the
+    image built with the project's Flux on the real nodes, or the host
+    standing in for it on the Python kubelet's."""
+    if cluster.real_nodes:
+        return FLUX_IMAGE, ON_REAL_NODES
+    return "host", {}
+
+
+def flux_image_flags(cluster: LocalCluster) -> list[str]:
+    """``flux_image`` as fluxhop's flags."""
+    image, placed = flux_image(cluster)
+    return ["--flux-in-image", "--image", image, *(REAL_FLAGS if placed else [])]

@@ -1,0 +1,103 @@
+"""Pods on the real nodes (tests/realk8s/node): a kubelet of the release,
+containerd and runc, images pulled from the cluster's registry. What a
+stand-in cannot show: the container's cgroup holds the memory limit the pod
+asked for, its root filesystem is the image's, it runs as the pod's user
+without capabilities under seccomp, and ClusterIPs route (kube-proxy). Then
+fluxhop's own pods, restricted, with the Flux view from its image."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.realk8s.api import Api
+from tests.realk8s.cluster import RUN_DIR, LocalCluster
+from tests.realk8s.placing import ON_REAL_NODES, REAL_FLAGS
+from tests.realk8s.tools import eventually, fluxhop, output, pod_manifest, wait_pod_phase
+
+IMAGE = "ubuntu:noble"  # Debian 12 with Flux's runtime, as the images build makes it
+RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "runAsUser": 1000,
+    "runAsGroup": 1000,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def logs(api: Api, namespace: str, pod: str) -> str:
+    return api.text(f"/api/v1/namespaces/{namespace}/pods/{pod}/log")
+
+
+def run_pod(api: Api, namespace: str, name: str, script: str, **container: Any) -> str:
+    """Run ``script`` in a pod on a real node; its output once it succeeded."""
+    manifest = pod_manifest(
+        name, ["sh", "-c", script], container={"image": IMAGE, **container}, **ON_REAL_NODES
+    )
+    api.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
+    pod = wait_pod_phase(api, namespace, name, "Succeeded", "Failed", timeout=180)
+    said = logs(api, namespace, name)
+    assert pod["status"]["phase"] == "Succeeded", said
+    return said
+
+
+def test_a_pod_runs_in_a_container_of_its_image_under_its_limits(
+    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str]
+):
+    host_only = RUN_DIR / "cluster"  # on this machine, in no image
+    script = (
+        "id -u; grep -E '^(CapEff|Seccomp|NoNewPrivs):' /proc/self/status;"
+        " cat /sys/fs/cgroup/memory/memory.limit_in_bytes;"
+        f" test -e {host_only} && echo host-file || echo no-host-file;"
+        " . /etc/os-release; echo $ID"
+    )
+    said = run_pod(
+        admin, namespace, "contained", script,
+        securityContext=RESTRICTED, resources={"limits": {"memory": "64Mi", "cpu": "500m"}},
+    )  # fmt: skip
+    lines = [line.split(":")[-1].strip() for line in output(said)]
+    assert lines == ["1000", "0000000000000000", "1", "2", "67108864", "no-host-file", "debian"]
+    pod = admin.get(f"/api/v1/namespaces/{namespace}/pods/contained")
+    assert pod["spec"]["nodeName"] in real_nodes
+    status = pod["status"]["containerStatuses"][0]
+    assert status["imageID"].startswith("docker.io/library/ubuntu@sha256:")  # pulled by digest
+
+
+def test_a_pod_reaches_the_api_server_through_the_kubernetes_service(
+    admin: Api, namespace: str, real_nodes: list[str]
+):
+    """The ClusterIP routes (kube-proxy on the node) and the name resolves
+    (the cluster DNS): what fluxhop's operator does from its pod."""
+    script = (
+        'python3 -c "import json, ssl, urllib.request;'
+        " sa = '/var/run/secrets/kubernetes.io/serviceaccount';"
+        " context = ssl.create_default_context(cafile=sa + '/ca.crt');"
+        " request = urllib.request.Request('https://kubernetes.default.svc/version',"
+        " headers={'Authorization': 'Bearer ' + open(sa + '/token').read()});"
+        " print(json.load(urllib.request.urlopen(request, context=context))['gitVersion'])\""
+    )
+    said = run_pod(admin, namespace, "client", script, securityContext=RESTRICTED)
+    assert output(said) == ["v1.36.3"]
+
+
+@pytest.mark.usefixtures("needs_flux")
+def test_fluxhop_runs_restricted_with_the_flux_view_from_its_image(
+    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str]
+):
+    """Non-root, no capabilities, seccomp, the view's /opt/software mounted
+    (never copied): four brokers across the real nodes, rank 0's exit code."""
+    done = fluxhop(
+        cluster, "run", "--namespace", namespace, "--image", IMAGE, "--security", "restricted",
+        *REAL_FLAGS, "-N", "2", "--name", "real", "--", "sh", "-c", "hostname; id -u",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(output(done.stdout)) == ["1000", "1000", "real-0", "real-1"]
+    failed = fluxhop(
+        cluster, "run", "--namespace", namespace, "--image", IMAGE, "--security", "restricted",
+        *REAL_FLAGS, "-N", "2", "--name", "exits", "--", "sh", "-c", "exit 3",
+    )  # fmt: skip
+    assert failed.returncode == 3, failed.stderr
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    eventually("the pods gone", lambda: admin.get(pods)["items"] == [], timeout=120)
