@@ -133,6 +133,12 @@ class WaitTimeout(ClusterError):
     """Waiting for pods or a job took longer than allowed."""
 
 
+class PodStuck(ClusterError):
+    """A pod cannot run its containers until someone changes something: an
+    image that cannot be pulled, a Secret or ConfigMap missing, a root
+    image under runAsNonRoot (the node's words, with the rank and pod)."""
+
+
 class InstanceError(FluxhopError):
     """A flux command inside a running MiniCluster failed, or cannot run."""
 

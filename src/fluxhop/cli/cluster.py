@@ -40,12 +40,9 @@ def _table(statuses: list[Status], wide: bool) -> str:
             row += [str(s.max_size), pods, "-" if s.exit_code is None else str(s.exit_code)]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return (
-        "\n".join(
-            "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        )
-        + "\n"
-    )
+    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [f"{s.name}: {problem}" for s in statuses for problem in s.problems]
+    return "\n".join(lines) + "\n"
 
 
 @click.command("create", context_settings={"allow_interspersed_args": False})

@@ -1,6 +1,8 @@
 """One watch of a MiniCluster's pods (and, while it is queued, of its root
 and Kueue's Workload for it) until a condition holds: the mechanics every
-named wait (waiting.py) runs on.
+named wait (waiting.py) runs on. A pod stuck where no wait helps (an image
+that cannot be pulled, a missing Secret: workload/pod_problems.py) ends the
+wait at once, in the node's words.
 
 Each watch runs in a daemon thread that hands its events over a queue, so
 that a wait ends at its deadline whatever the watch is doing, and otherwise
@@ -18,10 +20,11 @@ from typing import Any
 
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.watchstop import WatchStop
-from fluxhop.errors import NotFound, NotInstalled, WaitTimeout
+from fluxhop.errors import NotFound, NotInstalled, PodStuck, WaitTimeout
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.spec.kueue import KUEUE_JOB_UID
 from fluxhop.workload.marks import ROOT_KINDS
+from fluxhop.workload.pod_problems import STUCK, pod_problem
 from fluxhop.workload.root import Root
 from fluxhop.workload.status import Progress, admission, completion_index, disrupted, ready
 
@@ -133,6 +136,9 @@ class PodWatch:
                     on_progress(progress)
                 if until(progress):
                     return progress
+                problem = pod_problem(pod) if event != "DELETED" else None
+                if problem is not None and problem.reason in STUCK:
+                    raise PodStuck(f"MiniCluster {root.name}: {problem.line()}")
         finally:
             stop.set()
 

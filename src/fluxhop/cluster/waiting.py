@@ -12,6 +12,7 @@ from typing import Any
 from fluxhop.cluster.podwatch import PodWatch
 from fluxhop.errors import Expired, NotFound, WaitTimeout
 from fluxhop.workload.marks import ROOT_KINDS
+from fluxhop.workload.pod_problems import pod_problem
 from fluxhop.workload.root import Root
 from fluxhop.workload.status import (
     Progress,
@@ -188,8 +189,13 @@ class Waiting(PodWatch):
         return None if pod is None else exit_code(pod, root.container)
 
     def failure(self, root: Root) -> str | None:
-        """Which pod other than rank 0 failed the workload, in words, or None."""
+        """Which pod other than rank 0 failed the workload, in words, or None;
+        any pod's container killed for its memory (rank 0's too: its exit code
+        137 alone does not say why)."""
         pod = self.failing_pod(root)
+        problem = None if pod is None else pod_problem(pod)
+        if problem is not None and problem.reason == "OOMKilled":
+            return problem.line()
         if pod is None or completion_index(pod) == 0:
             return None
         return (

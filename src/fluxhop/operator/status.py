@@ -14,6 +14,7 @@ from typing import Any
 from fluxhop.render.objects import MINICLUSTER_LABEL
 from fluxhop.render.targets import Target
 from fluxhop.workload import Root
+from fluxhop.workload.pod_problems import STUCK, pod_problem
 from fluxhop.workload.status import completion_index, started, status_of
 
 __all__ = ["OUTPUT_LINES", "Admission", "Problem", "output_tail", "resource_status"]
@@ -106,9 +107,13 @@ def resource_status(
         lead_started = any(completion_index(p) == 0 and started(p, root.container) for p in pods)
     else:
         lead_started = False
+    # what a node says keeps a pod from running, or killed a container
+    stuck = next((found for p in pods if (found := pod_problem(p)) is not None), None)
     failed = state == "Failed" or (problem is not None and problem.condition == "Failed")
     if problem is not None and problem.condition == "Failed":
         failed_reason, failed_message = problem.reason, problem.message
+    elif state == "Failed" and stuck is not None and stuck.reason == "OOMKilled":
+        failed_reason, failed_message = stuck.reason, stuck.line()
     elif state == "Failed":
         failed_reason = "JobFailed"
         failed_message = f"rank 0 exited with code {code}" if code is not None else "the Job failed"
@@ -118,8 +123,13 @@ def resource_status(
         _condition(
             "Ready",
             running >= size > 0,
-            "BrokersUp" if running >= size else "BrokersStarting",
-            f"{running}/{size} brokers up",
+            "BrokersUp"
+            if running >= size
+            else (
+                stuck.reason if stuck is not None and stuck.reason in STUCK else "BrokersStarting"
+            ),
+            f"{running}/{size} brokers up"
+            + (f"; {stuck.line()}" if stuck is not None and stuck.reason in STUCK else ""),
             generation,
             previous,
             now,

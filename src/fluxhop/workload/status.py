@@ -10,6 +10,7 @@ from typing import Any
 
 from fluxhop.render.targets import Target
 from fluxhop.workload.marks import COMPLETION_INDEX
+from fluxhop.workload.pod_problems import pod_problem
 from fluxhop.workload.root import Root
 
 __all__ = [
@@ -234,6 +235,9 @@ class Status:
     age: float
     pods: dict[str, int]
     exit_code: int | None = None
+    # what its nodes say keeps a pod from running, or ended a container
+    # (workload/pod_problems.py), one line each
+    problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -245,6 +249,7 @@ class Status:
             "ageSeconds": round(self.age),
             "pods": self.pods,
             "exitCode": self.exit_code,
+            "problems": list(self.problems),
         }
 
 
@@ -326,4 +331,11 @@ def status_of(
         state = "Pending"
     created = root.created
     age = (now - created).total_seconds() if created else 0.0
-    return Status(root.name, root.target, root.size, root.max_size, state, age, phases, code)
+    problems = tuple(
+        problem.line()
+        for pod in sorted(pods, key=lambda p: p.get("metadata", {}).get("name", ""))
+        if (problem := pod_problem(pod)) is not None
+    )
+    return Status(
+        root.name, root.target, root.size, root.max_size, state, age, phases, code, problems
+    )
