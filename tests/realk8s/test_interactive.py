@@ -4,7 +4,8 @@ then the verbs that work inside it (``submit --cc``, ``jobs``, ``status``,
 broker joins and Flux sees it; a job for all the brokers, submitted before the
 new one is up, waits for it) and ``delete``. The tests run in file order on
 one MiniCluster, as a user would go through them, under Fluxion and under
-sched-simple."""
+sched-simple; on the real nodes where the cluster has them (the verbs then go
+through the real kubelet's exec and attach)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import flux_image_flags
 from tests.realk8s.tools import (
     FLUXHOP,
     InNamespace,
@@ -46,8 +48,8 @@ def work(cluster: LocalCluster, needs_flux, scheduler: Scheduler) -> Iterator[Wo
 
 def test_create_waits_for_an_instance_that_stays(work: Work):
     chosen = ["--sched-simple"] if work.scheduler.simple else []
-    done = work.fluxhop("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
-                        "--image", "host", *chosen, timeout=240)  # fmt: skip
+    done = work.fluxhop("create", "--name", NAME, "-N", "2", "--max-size", "3",
+                        *flux_image_flags(work.cluster), *chosen, timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr
     eventually("both brokers online", lambda: work.online() == 2, timeout=120)
     assert work.scheduler.loaded(work.checked("proxy", NAME, "flux", "module", "list"))

@@ -1,5 +1,5 @@
 """``fluxhop run`` and ``Client`` on the real cluster, with real Flux in the
-pods: rank 0's output and exit code come back, argv arrives word for word,
+pods (on the real nodes, from an image with Flux, where the cluster has them): rank 0's output and exit code come back, argv arrives word for word,
 and nothing is left behind, also after Ctrl-C (the garbage collector removes
 the children once fluxhop deletes the root)."""
 
@@ -16,6 +16,7 @@ from fluxhop.spec import MiniCluster
 from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import flux_image, flux_image_flags
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("needs_flux")
 def run(
     cluster: LocalCluster, namespace: str, *args: str, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
-    return fluxhop(cluster, "run", "--namespace", namespace, "--flux-in-image", "--image", "host", *args,
+    return fluxhop(cluster, "run", "--namespace", namespace, *flux_image_flags(cluster), *args,
                    timeout=timeout)  # fmt: skip
 
 
@@ -71,7 +72,7 @@ def test_argv_arrives_word_for_word(cluster: LocalCluster, namespace: str):
 
 def test_ctrl_c_leaves_nothing_behind(cluster: LocalCluster, admin: Api, namespace: str):
     process = subprocess.Popen(
-        [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
+        [str(FLUXHOP), "run", "--namespace", namespace, *flux_image_flags(cluster),
          "-N", "2", "--name", "stopped", "--", "sleep", "600"],
         env=command_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -89,9 +90,11 @@ def test_ctrl_c_leaves_nothing_behind(cluster: LocalCluster, admin: Api, namespa
 
 
 def test_the_python_client_runs_and_cleans_up(cluster: LocalCluster, admin: Api, namespace: str):
+    image, placed = flux_image(cluster)
     spec = MiniCluster.from_dict(minicluster_doc(
         "client", size=2, logging={"quiet": True}, flux={"container": {"disable": True}},
-        containers=[{"image": "host", "command": ["sh", "-c", "echo from-$(hostname); exit 5"]}]))  # fmt: skip
+        pod=placed,
+        containers=[{"image": image, "command": ["sh", "-c", "echo from-$(hostname); exit 5"]}]))  # fmt: skip
     with Client(namespace=namespace, kubeconfig=str(cluster.admin_kubeconfig)) as client:
         name = client.create(spec)
         status = client.wait(name, timeout=180)
