@@ -91,15 +91,19 @@ def test_a_root_image_under_run_as_non_root(
     eventually("nothing left", lambda: leftovers(admin, namespace) == [], timeout=120)
 
 
-def test_status_names_the_stuck_pod(cluster: LocalCluster, admin: Api, namespace: str):
+def test_get_and_status_name_the_stuck_pod(cluster: LocalCluster, admin: Api, namespace: str):
     done = fluxhop(cluster, "create", "--namespace", namespace, *REAL_FLAGS, "--name", "stays",
                    "--no-wait", "--flux-in-image", "--image", "ghcr.io/fluxhop-test/absent:2")  # fmt: skip
     assert done.returncode == 0, done.stderr
+    stuck = r"rank 0 \(pod stays-0-\w+\), container stays: \w*ImagePull"
 
     def problem() -> str | None:
-        out = fluxhop(cluster, "status", "--namespace", namespace, "stays").stdout
+        out = fluxhop(cluster, "get", "--namespace", namespace, "stays").stdout
         return next((line for line in out.splitlines() if line.startswith("stays: ")), None)
 
-    line = eventually("status names the problem", problem, timeout=120)
-    assert re.search(r"rank 0 \(pod stays-0-\w+\), container stays: \w*ImagePull", line), line
+    line = eventually("get names the problem", problem, timeout=120)
+    assert re.search(stuck, line), line
+    status = fluxhop(cluster, "status", "--namespace", namespace, "stays")
+    assert status.returncode != 0
+    assert re.search(f"rank 0 is not running: {stuck}", said(status)), status.stderr
     fluxhop(cluster, "delete", "--namespace", namespace, "stays")

@@ -71,12 +71,14 @@ class Inside(FluxVerbs):
 
     def _lead(self, name: str, *, submit: bool) -> tuple[Root, str]:
         root = self.ops.require(name)
-        state = self.ops.status(root).state
-        ended = state if state in ("Succeeded", "Failed") else None
+        status = self.ops.status(root)
+        ended = status.state if status.state in ("Succeeded", "Failed") else None
         refuse_closed(name, ended=ended, interactive=root.interactive, submit=submit)
         lead = self.ops.lead_pod(root)
         phase = (lead or {}).get("status", {}).get("phase")
         if lead is None or phase != "Running":
+            if status.problems:  # what a node says stops it, not a wait
+                raise NotFound(f"MiniCluster {name}: rank 0 is not running: {status.problems[0]}")
             raise NotFound(
                 f"MiniCluster {name}: rank 0 is not running yet "
                 f"({'no pod' if lead is None else 'pod ' + str(phase)}); wait for it with "
