@@ -168,12 +168,19 @@ def test_enforce_and_build(vector):
     pod = node_pod(objects)
     want = expected["podSet_node"]
     assert pod["initContainers"] == want["initContainers"]
-    assert pod["volumes"] == want["volumes"]
+    # Deliberate: no spack-install emptyDir at /opt/software, which the
+    # plugin's entrypoint filled with a second copy of the view's software,
+    # as root only; the installer's copy is mounted there read-only instead.
+    assert pod["volumes"] == [v for v in want["volumes"] if v["name"] != "spack-install"]
+    software = {"name": "flux-install", "mountPath": "/opt/software", "subPath": "software",
+                "readOnly": True}  # fmt: skip
     (container,) = pod["containers"]
     mounts = container["volumeMounts"]
     # Deliberate: /dev/shm is writable (the plugin mounted it read-only).
     plugin_mounts = [
-        {k: v for k, v in m.items() if not (m["mountPath"] == "/dev/shm" and k == "readOnly")}
+        software
+        if m["name"] == "spack-install"
+        else {k: v for k, v in m.items() if not (m["mountPath"] == "/dev/shm" and k == "readOnly")}
         for m in want["containers"][0]["volumeMounts"]
     ]
     assert mounts == plugin_mounts

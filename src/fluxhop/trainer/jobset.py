@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 from fluxhop.render.bundle import Bundle
+from fluxhop.render.pod import VIEW_SOFTWARE_DIR, VIEW_SOFTWARE_SUBPATH
 from fluxhop.render.scripts import PodPaths
 from fluxhop.trainer.errors import TrainerError
 from fluxhop.trainer.plan import INSTALLER, NODE, Plan
@@ -39,7 +40,6 @@ def curve_secret_name(name: str) -> str:
 
 def _volumes(name: str) -> list[dict[str, Any]]:
     return [
-        {"name": "spack-install", "emptyDir": {}},
         {"name": "flux-install", "emptyDir": {}},
         {
             "name": config_map_name(name),
@@ -56,7 +56,15 @@ def _volumes(name: str) -> list[dict[str, Any]]:
 def _mounts(name: str) -> list[dict[str, Any]]:
     return [
         {"name": "flux-install", "mountPath": FLUX_ROOT},
-        {"name": "spack-install", "mountPath": "/opt/software"},
+        # the view's links point into /opt/software: the installer's copy of
+        # it, mounted read-only (the plugin's spack-install emptyDir needed a
+        # second copy, as root)
+        {
+            "name": "flux-install",
+            "mountPath": VIEW_SOFTWARE_DIR,
+            "subPath": VIEW_SOFTWARE_SUBPATH,
+            "readOnly": True,
+        },
         {"name": config_map_name(name), "mountPath": PATHS.config_dir, "readOnly": True},
         {"name": "flux-curve", "mountPath": PATHS.curve_dir, "readOnly": True},
         # Writable: MPI puts its shared-memory segments here (the plugin mounted it read-only).

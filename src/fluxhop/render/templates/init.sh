@@ -20,9 +20,12 @@ if [ -z "$source_view" ] || [ ! -x "$source_view/bin/flux" ]; then
 fi
 mkdir -p "$flux_root/view"
 cp -a "$source_view/." "$flux_root/view/"
+# Into the directory the application container mounts at /opt/software
+# (subPath software): filled in place, never replaced, so that a mount of it
+# made before this copy sees what it copied.
 software="${FLUXHOP_VIEW_SOFTWARE:-/opt/software}"
+mkdir -p "$flux_root/software"
 if [ -d "$software" ]; then
-    rm -rf "$flux_root/software"
-    cp -a "$software" "$flux_root/software"
+    cp -a "$software/." "$flux_root/software/"
 fi
 echo "fluxhop: Flux view copied from $source_view"
