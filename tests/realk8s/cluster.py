@@ -23,7 +23,6 @@ only one test cluster runs on a machine at a time (they share the bridge).
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import os
 import shutil
@@ -33,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
-import yaml
 
-from tests.realk8s.api import Api, Credentials
+from tests.realk8s.access import Access
 from tests.realk8s.cleanup import RUN_DIR, leftovers, remove_created, sweep
 from tests.realk8s.components import (
     CLUSTER_DOMAIN,
@@ -115,7 +113,7 @@ def healthy(url: str, pair: KeyPair | None = None, ca: Path | None = None) -> bo
         return client.get(url).status_code == 200
 
 
-class LocalCluster(Nodes):
+class LocalCluster(Nodes, Access):
     def __init__(
         self,
         bin_dir: Path,
@@ -159,59 +157,6 @@ class LocalCluster(Nodes):
     def audit_log(self) -> Path:
         """The requests of the ``audited`` groups' users (tests/realk8s/audit.py)."""
         return self.workdir / "audit" / "audit.log"
-
-    def kubeconfig(
-        self, name: str, *, pair: KeyPair | None = None, token: str | None = None
-    ) -> Path:
-        user: dict[str, str] = {}
-        if pair is not None:
-            user = {"client-certificate": str(pair.cert), "client-key": str(pair.key)}
-        if token is not None:
-            user = {"token": token}
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "fluxhop-test",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca.cert)},
-                }
-            ],
-            "users": [{"name": name, "user": user}],
-            "contexts": [
-                {
-                    "name": name,
-                    "context": {"cluster": "fluxhop-test", "user": name, "namespace": "default"},
-                }
-            ],
-            "current-context": name,
-        }
-        path = self.workdir / "kubeconfigs" / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(config))
-        path.chmod(0o600)
-        return path
-
-    def kubeconfig_text(self, name: str, token: str) -> str:
-        """A kubeconfig with everything in it (the CA inline, a token): what
-        Kueue's MultiKueue takes from a Secret, which refuses file paths."""
-        ca = base64.b64encode(self.ca.cert.read_bytes()).decode()
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": self.name, "cluster": {"server": self.server,
-                                                         "certificate-authority-data": ca}}],
-            "users": [{"name": name, "user": {"token": token}}],
-            "contexts": [{"name": name, "context": {"cluster": self.name, "user": name}}],
-            "current-context": name,
-        }  # fmt: skip
-        return yaml.safe_dump(config)
-
-    def credentials(self, pair: KeyPair | None = None, token: str | None = None) -> Credentials:
-        pair = pair or self.admin_pair
-        if token is not None:
-            return Credentials(self.server, self.ca.cert, token=token)
-        return Credentials(self.server, self.ca.cert, pair.cert, pair.key)
 
     # --- the components -------------------------------------------------------------
     def _k8s(self, component: str, *flags: str) -> Process:
@@ -298,9 +243,6 @@ class LocalCluster(Nodes):
         self.registry_url = registry.url
 
     # --- the whole cluster -------------------------------------------------------------
-    def admin(self) -> Api:
-        return Api(self.credentials())
-
     def start(self) -> LocalCluster:
         self.started = time.monotonic()
         RUN_DIR.mkdir(exist_ok=True)
@@ -431,13 +373,3 @@ class LocalCluster(Nodes):
         left = sweep_nodes(self.workdir, self.workdir / HOST_RECORD) if self.full else []
         left += sweep(self.workdir, pod_network=self.full)
         return left + (self._delete_guest_pods() if self.guest else [])
-
-    def token(self, namespace: str, account: str, seconds: int = 3600) -> str:
-        body = {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": seconds},
-        }
-        with self.admin() as api:
-            path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
-            return str(api.create(path, body)["status"]["token"])

@@ -38,7 +38,7 @@ def said(done: Any) -> str:
 def file_of(tmp_path: Path, name: str, **spec: Any) -> str:
     path = tmp_path / f"{name}.yaml"
     document = minicluster_doc(name, size=1, flux={"container": {"disable": True}}, **spec)
-    document["spec"].setdefault("pod", {}).update(ON_REAL_NODES)
+    document["spec"]["pod"] = {**document["spec"].get("pod", {}), **ON_REAL_NODES}
     path.write_text(yaml.safe_dump(document))
     return str(path)
 
@@ -64,30 +64,28 @@ def test_a_container_killed_for_its_memory(cluster: LocalCluster, admin: Api, na
     eventually("nothing left", lambda: leftovers(admin, namespace) == [], timeout=120)
 
 
-def test_a_secret_that_is_not_there(
-    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path
-):
-    spec = file_of(tmp_path, "secretive", containers=[{
-        "image": FLUX_IMAGE, "command": ["true"], "secrets": {"TOKEN": {"name": "gone", "key": "k"}},
-    }])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "container", "pod", "words"),
+    [
+        # a Secret the container's environment reads is not in the namespace
+        ("secretive", {"secrets": {"TOKEN": {"name": "gone", "key": "k"}}}, {},
+         'secret "gone" not found'),
+        # runAsNonRoot without a user, and the image's user is root
+        ("rooted", {}, {"securityContext": {"runAsNonRoot": True}},
+         "runAsNonRoot and image will run as root"),
+    ],
+)  # fmt: skip
+def test_a_container_the_node_cannot_make(
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path,
+    name: str, container: dict[str, Any], pod: dict[str, Any], words: str,
+):  # fmt: skip
+    spec = file_of(tmp_path, name, pod=pod,
+                   containers=[{"image": FLUX_IMAGE, "command": ["true"], **container}])  # fmt: skip
     done = fluxhop(cluster, "run", "--namespace", namespace, "-f", spec, timeout=300)
     assert done.returncode != 0
     line = said(done)
-    assert re.search(r"rank 0 \(pod secretive-0-\w+\), container secretive: Create", line), line
-    assert 'secret "gone" not found' in line, line
-    eventually("nothing left", lambda: leftovers(admin, namespace) == [], timeout=120)
-
-
-def test_a_root_image_under_run_as_non_root(
-    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path
-):
-    spec = file_of(tmp_path, "rooted", containers=[{"image": FLUX_IMAGE, "command": ["true"]}],
-                   pod={"securityContext": {"runAsNonRoot": True}})  # fmt: skip
-    done = fluxhop(cluster, "run", "--namespace", namespace, "-f", spec, timeout=300)
-    assert done.returncode != 0
-    line = said(done)
-    assert re.search(r"rank 0 \(pod rooted-0-\w+\), container rooted: Create", line), line
-    assert "runAsNonRoot and image will run as root" in line, line
+    where = rf"rank 0 \(pod {name}-0-\w+\), container {name}: CreateContainerConfigError: "
+    assert re.search(where, line) and words in line, line
     eventually("nothing left", lambda: leftovers(admin, namespace) == [], timeout=120)
 
 
