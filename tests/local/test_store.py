@@ -61,6 +61,19 @@ def processes_under(path: Path) -> list[int]:
     return found
 
 
+def described(pids: list[int]) -> str:
+    """Each process's stat and command line, for a failure's message."""
+    lines = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().strip()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        lines.append(f"{stat} :: {argv}")
+    return "\n".join(lines)
+
+
 def fake_instance(state: Path, name: str, size: int) -> tuple[Record, list[subprocess.Popen]]:
     """A detached "instance" whose brokers are sleeping process groups."""
     directory = state / name
@@ -245,4 +258,5 @@ def test_ctrl_c_during_create_leaves_nothing(state, flux_path):
         assert process.returncode == 130, err
         assert "interrupted" in err
     assert not (state / "cut").exists()
-    assert processes_under(state) == []
+    left = processes_under(state)
+    assert left == [], described(left)

@@ -27,7 +27,15 @@ from fluxhop.errors import BrokerFailed, JoinTimeout, LocalError, PortConflict, 
 from fluxhop.flux.curve import CurveCert
 from fluxhop.local.broker import TAIL_LINES, Broker, Sink, chatter
 from fluxhop.local.flux import check_version, find_flux
-from fluxhop.local.processes import POLL, STOP_GRACE, free_ports, group_alive
+from fluxhop.local.processes import (
+    POLL,
+    STOP_GRACE,
+    free_ports,
+    gone,
+    interrupts_held,
+    session_alive,
+    signal_session,
+)
 from fluxhop.render.localhost import LocalLayout, local_bundle
 from fluxhop.spec.minicluster import MiniCluster
 
@@ -189,18 +197,19 @@ class LocalInstance:
                 if self.detached is not None:
                     self._start_detached(rank, argv, flux)
                     continue
-                process = subprocess.Popen(
-                    argv,
-                    env=self._environment(flux, rank),
-                    cwd=self.spec.spec.flux_container.working_dir or os.getcwd(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE if rank == 0 else subprocess.STDOUT,
-                    text=True,
-                    start_new_session=True,
-                )
-                broker = Broker(rank, process)
-                self.brokers.append(broker)
+                with interrupts_held():
+                    process = subprocess.Popen(
+                        argv,
+                        env=self._environment(flux, rank),
+                        cwd=self.spec.spec.flux_container.working_dir or os.getcwd(),
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE if rank == 0 else subprocess.STDOUT,
+                        text=True,
+                        start_new_session=True,
+                    )
+                    broker = Broker(rank, process)
+                    self.brokers.append(broker)
                 if rank == 0:
                     broker.pump(process.stdout, self.stdout, self.output, strip=False)
                     hide = None if self.verbose else chatter
@@ -218,7 +227,8 @@ class LocalInstance:
             record = f'"$@"; code=$?; echo "$code" > {shlex.quote(str(self.root / EXIT_FILE))}; exit "$code"'
             argv = ["bash", "-c", record, "fluxhop", *argv]
         log = self.root / f"rank-{rank}.log"
-        with open(log, "a") as err, open(self.root / OUTPUT_FILE if rank == 0 else log, "a") as out:
+        out_file = self.root / OUTPUT_FILE if rank == 0 else log
+        with interrupts_held(), open(log, "a") as err, open(out_file, "a") as out:
             process = subprocess.Popen(
                 argv,
                 env=self._environment(flux, rank),
@@ -229,10 +239,10 @@ class LocalInstance:
                 text=True,
                 start_new_session=True,
             )
-        broker = Broker(rank, process)
-        broker.log = log
-        self.brokers.append(broker)
-        _DETACHED.append(process)
+            broker = Broker(rank, process)
+            broker.log = log
+            self.brokers.append(broker)
+            _DETACHED.append(process)
 
     # --- watch -------------------------------------------------------------------
 
@@ -376,11 +386,10 @@ class LocalInstance:
     # --- stop --------------------------------------------------------------------
 
     def _signal(self, sig: int) -> None:
-        """Signal each rank's whole process group: the broker outlives a
-        killed entrypoint otherwise."""
+        """Signal each rank's whole session: the broker outlives a killed
+        entrypoint otherwise, and its rc scripts and job shells the broker."""
         for broker in self.brokers:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(broker.process.pid, sig)
+            signal_session(broker.process.pid, sig)
 
     def stop(self) -> None:
         """End every broker (TERM, then KILL) and remove the run directory."""
@@ -389,12 +398,15 @@ class LocalInstance:
         for broker in self.brokers:
             with suppress(subprocess.TimeoutExpired):
                 broker.process.wait(max(0.0, deadline - time.monotonic()))
-        while any(group_alive(b.process.pid) for b in self.brokers) and time.monotonic() < deadline:
+        while (
+            any(session_alive(b.process.pid) for b in self.brokers) and time.monotonic() < deadline
+        ):
             time.sleep(POLL)
         self._signal(signal.SIGKILL)
         for broker in self.brokers:
             broker.process.wait()
             broker.finish_output(timeout=1.0)
+        gone([b.process.pid for b in self.brokers])
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None

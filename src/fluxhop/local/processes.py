@@ -1,18 +1,29 @@
-"""Process groups and ports of local brokers: whether a group still runs,
-ending groups this process did not start, free loopback ports."""
+"""Sessions and ports of local brokers: whether a broker's session still
+runs, ending sessions, free loopback ports. Each broker starts a session of
+its own (its pid is the session's id and its own group's)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import threading
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from fluxhop.render.localhost import LOOPBACK
 
-__all__ = ["POLL", "STOP_GRACE", "free_ports", "group_alive", "stop_groups"]
+__all__ = [
+    "POLL",
+    "STOP_GRACE",
+    "free_ports",
+    "gone",
+    "session_alive",
+    "signal_session",
+    "stop_sessions",
+]
 
 STOP_GRACE = 5.0  # seconds between TERM and KILL
 POLL = 0.05
@@ -32,42 +43,83 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs. A zombie does not count:
-    a detached broker's parent may be gone or not reaping, and kill(0) would
-    still find it."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    for entry in proc.iterdir():
+def _members(sid: int) -> list[tuple[int, int, str]]:
+    """(pid, process group, state) of each process of session ``sid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'
+        # pid (comm) state ppid pgrp session ...: comm may hold spaces, so split after ')'
         fields = stat.rpartition(")")[2].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+        if len(fields) > 3 and fields[3] == str(sid):
+            found.append((int(entry.name), int(fields[2]), fields[0]))
+    return found
 
 
-def stop_groups(pgids: list[int]) -> None:
-    """End process groups this process did not start (a detached instance):
-    TERM, up to STOP_GRACE seconds for them to go, then KILL."""
-    for pgid in pgids:
+def session_alive(sid: int) -> bool:
+    """Whether a process of a broker's session still runs. The session, not
+    the process group: Flux starts its rc scripts and job shells in groups of
+    their own, which a broker killed mid-start leaves behind. A zombie does
+    not count: a detached broker's parent may be gone or not reaping."""
+    try:
+        os.killpg(sid, 0)
+    except ProcessLookupError:
+        pass  # the broker's own group is gone; others of its session may not be
+    except PermissionError:
+        return True
+    if not Path("/proc").is_dir():
+        return False
+    return any(state != "Z" for _, _, state in _members(sid))
+
+
+def signal_session(sid: int, sig: int) -> None:
+    """``sig`` to every process group of a broker's session (its own first)."""
+    groups = [sid, *sorted({group for _, group, _ in _members(sid)} - {sid})]
+    for group in groups:
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(group, sig)
+
+
+def stop_sessions(sids: list[int]) -> None:
+    """End brokers' sessions this process did not start (a detached
+    instance): TERM, up to STOP_GRACE seconds for them to go, then KILL."""
+    for sid in sids:
+        signal_session(sid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
-    while any(group_alive(p) for p in pgids) and time.monotonic() < deadline:
+    while any(session_alive(s) for s in sids) and time.monotonic() < deadline:
         time.sleep(POLL)
-    for pgid in pgids:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+    for sid in sids:
+        signal_session(sid, signal.SIGKILL)
+    gone(sids)
+
+
+def gone(sids: list[int]) -> None:
+    """Wait, a few seconds at most, for killed sessions to be gone (a killed
+    process is not gone at once: its memory is freed first)."""
+    deadline = time.monotonic() + STOP_GRACE
+    while any(session_alive(s) for s in sids) and time.monotonic() < deadline:
+        time.sleep(POLL)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back while a broker is started and recorded,
+    then raised: an interrupt between the fork and the record would leave a
+    broker that no cleanup knows. (A child's exec resets the handler.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda sig, _: held.append(sig)) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)

@@ -27,7 +27,7 @@ from pathlib import Path
 from fluxhop.arguments import checked
 from fluxhop.errors import AlreadyExists, FluxhopWarning, InputError, NotFound, shown
 from fluxhop.local.instance import EXIT_FILE, OUTPUT_FILE, LocalInstance
-from fluxhop.local.processes import POLL, group_alive, stop_groups
+from fluxhop.local.processes import POLL, session_alive, stop_sessions
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.workload import Status
@@ -62,7 +62,7 @@ class Record:
     directory: str
 
     def alive(self) -> list[bool]:
-        return [group_alive(pgid) for pgid in self.pgids]
+        return [session_alive(pgid) for pgid in self.pgids]
 
     def exit_code(self) -> int | None:
         path = Path(self.directory) / EXIT_FILE
@@ -160,7 +160,7 @@ class LocalStore:
 
     def _clean(self, name: str, record: Record | None, why: str) -> None:
         if record is not None:
-            stop_groups(record.pgids)
+            stop_sessions(record.pgids)
         shutil.rmtree(self._path(name), ignore_errors=True)
         warnings.warn(f"local MiniCluster {name} {why}; removed it", FluxhopWarning, stacklevel=3)
 
@@ -226,7 +226,9 @@ class LocalStore:
                 if line:
                     yield line
                 elif (
-                    not follow or record.exit_code() is not None or not group_alive(record.pgids[0])
+                    not follow
+                    or record.exit_code() is not None
+                    or not session_alive(record.pgids[0])
                 ):
                     yield from output  # what came before it ended
                     return
@@ -242,5 +244,5 @@ class LocalStore:
         if record is None and not self._path(name).is_dir():
             raise NotFound(f"no local MiniCluster {name} (fluxhop list --local shows them)")
         if record is not None:
-            stop_groups(record.pgids)
+            stop_sessions(record.pgids)
         shutil.rmtree(self._path(name), ignore_errors=True)
