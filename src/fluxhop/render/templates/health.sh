@@ -268,10 +268,12 @@ while :; do
     # (the first settle comes at once: a pod whose checks are all active
     # lifts the drain its rank had before it all the same)
     if [ "$ran" = 1 ] || [ "$pending" = 1 ] || [ "$first" = 1 ]; then
+        # the results before the drain they cause: whoever sees the drain
+        # (fluxhop status, the operator's status.health) sees its failure
+        publish
         if settle; then
             pending=0
             first=0
-            publish
         else
             pending=1
         fi
