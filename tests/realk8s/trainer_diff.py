@@ -4,7 +4,8 @@ plugin builds for a TrainJob and the one ``fluxhop trainer render`` builds.
 Both are read back through the API server (fluxhop's by a server-side dry
 run), so that defaults are filled in alike, and flattened to
 ``path -> value``; list items that have a name are keyed by it
-(``containers[node]``), so that a difference names the field it is in.
+(``containers[node]``), so that a difference names the field it is in, and
+volume mounts by their path (one volume may be mounted at two paths).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
         and all(isinstance(v, dict) and "name" in v for v in value)
     ):
         for item in value:
-            out.update(flatten(item, f"{prefix}[{item['name']}]"))
+            key = item.get("mountPath", item["name"])
+            out.update(flatten(item, f"{prefix}[{key}]"))
     elif isinstance(value, list):
         out[prefix] = json.dumps(value, sort_keys=True)
     else:
