@@ -270,12 +270,15 @@ class Fault:
     # "error": answer ``code``; "lost": carry the request out, then lose the
     # answer (a read timeout); "hang": no answer at all (a read timeout, nothing
     # done); "garbage": 200 with a body that is not JSON; "text": ``code`` with
-    # a plain-text body, as older API servers send "404 page not found".
+    # a plain-text body, as API servers send "404 page not found" for a group
+    # they do not serve; "bare": ``code`` with no Content-Type (some proxies').
     mode: str = "error"
 
     def response(self, name: str | None) -> httpx2.Response:
         if self.mode == "garbage":
             return httpx2.Response(200, text="<html>a proxy's error page</html>")
+        if self.mode == "bare":
+            return httpx2.Response(self.code, content=b"not found\n")
         if self.mode == "text":
             return httpx2.Response(
                 self.code, text="404 page not found\n", headers={"content-type": "text/plain"}

@@ -102,6 +102,8 @@ FAULTS: list[tuple[str, tuple, str]] = [
     ("422-service", ("PATCH", "/services/", 422, 1, "error"), "422"),
     ("garbage-secret", ("PATCH", "/secrets/", 0, 1, "garbage"), "not JSON"),
     ("text-404-jobset", ("GET", "/jobsets/", 404, 10, "text"), "JobSet"),
+    ("bare-404-jobset", ("GET", "/jobsets/", 404, 10, "bare"), "JobSet API (jobset.x-k8s.io) is not installed"),
+    ("bare-500-apply", ("PATCH", "/jobs/demo", 500, 100, "bare"), "500"),
 ]  # fmt: skip
 
 

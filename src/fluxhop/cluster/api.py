@@ -64,6 +64,18 @@ class Contact:
     reached: bool = False
 
 
+def _answer_of(request: Callable[[], T]) -> T:
+    """``request()``, with an error answer that has no Content-Type (some
+    proxies send none) raised as the status error it is: lightkube reads
+    that header without a default and raises KeyError instead."""
+    try:
+        return request()
+    except KeyError as err:
+        if isinstance(err.__context__, httpx2.HTTPStatusError):
+            raise err.__context__ from None
+        raise
+
+
 class Kube:
     """A namespace of one cluster, as fluxhop needs it."""
 
@@ -211,7 +223,7 @@ class Kube:
 
         while True:
             try:
-                result = request()
+                result = _answer_of(request)
                 self.contact.reached = True
                 return result
             except (ApiError, httpx2.HTTPStatusError) as err:
