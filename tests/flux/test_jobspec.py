@@ -341,3 +341,22 @@ def test_emitted_jobspecs_match_the_rfc25_schema(kwargs):
     schema = json.loads((FOLDER / "schema" / "rfc25_jobspec_v1.schema.json").read_text())
     doc = jobspec.from_command(["app", "--flag", "a b"], **kwargs).to_dict()
     jsonschema.Draft7Validator(schema).validate(doc)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "-f x: the document is empty; write a Flux jobspec (RFC 25)"),
+        ("# nothing but a comment\n", "-f x: the document is empty"),
+        ("- version: 1\n", "-f x: a jobspec is a mapping (version, resources, tasks, attributes), not a list"),
+        ("just words\n", "not text"),
+        ("42\n", "not a number"),
+        # another version's keys are not asked for: its version is what is wrong
+        ("version: 2\nresources: []\ntasks: []\n", "-f x: version: a V1 jobspec (RFC 25) has version 1, not 2"),
+    ],
+)  # fmt: skip
+def test_submit_f_refuses_what_is_no_v1_jobspec_in_one_line(text, words):
+    with pytest.raises(InvalidJobspec) as info:
+        jobspec.submittable(text, "-f x")
+    said = str(info.value)
+    assert words in said and "\n" not in said, said

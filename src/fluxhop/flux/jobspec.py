@@ -197,6 +197,13 @@ def load(source: str | bytes | Mapping[str, Any], *, v1: bool = True) -> Jobspec
         if len(documents) > 1:
             raise InvalidJobspec(f"jobspec: expected one document, found {len(documents)}")
         doc = documents[0] if documents else None
+        if doc is None:
+            raise InvalidJobspec("jobspec: the document is empty; write a Flux jobspec (RFC 25)")
+    if not isinstance(doc, Mapping):
+        what = {list: "a list", str: "text", bool: "true/false"}.get(type(doc), "a number")
+        raise InvalidJobspec(
+            f"jobspec: a jobspec is a mapping (version, resources, tasks, attributes), not {what}"
+        )
     return Jobspec(doc, v1=v1)
 
 

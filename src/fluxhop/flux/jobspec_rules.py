@@ -274,17 +274,20 @@ def _check_v1_shape(resources: list[Any], tasks: list[Any]) -> None:
 def validate(doc: Any, v1: bool) -> None:
     if not isinstance(doc, Mapping):
         _fail("", "a jobspec must be a mapping")
-    for key in ("version", "resources", "tasks", "attributes"):
+    if "version" not in doc:
+        _fail("", "jobspec has no version")
+    # the version first: another version's jobspec has other keys
+    version = doc["version"]
+    if not _is_int(version) or version < 1:
+        _fail("version", "must be an integer >= 1")
+    if v1 and version != 1:
+        _fail("version", f"a V1 jobspec (RFC 25) has version 1, not {version}; write it as V1")
+    for key in ("resources", "tasks", "attributes"):
         if key not in doc:
             _fail("", f"jobspec has no {key}")
     unknown = set(doc) - {"version", "resources", "tasks", "attributes"}
     if unknown:
         _fail("", f"unknown top-level key {sorted(unknown)[0]!r}")
-    version = doc["version"]
-    if not _is_int(version) or version < 1:
-        _fail("version", "must be an integer >= 1")
-    if v1 and version != 1:
-        _fail("version", f"a V1 jobspec has version 1, not {version}")
     resources, tasks = doc["resources"], doc["tasks"]
     if not isinstance(resources, list) or not resources:
         _fail("resources", "must be a non-empty list")
