@@ -127,7 +127,9 @@ def main(argv: list[str]) -> int:
             break  # a later stage needs what failed
         if run_parts(stage, started, codes):
             return 130
-    return next((code for code in codes.values() if code), 0)
+    status = next((code for code in codes.values() if code), 0)
+    print(f"build: ready after {time.monotonic() - started:.0f} s (status {status})", flush=True)
+    return status
 
 
 if __name__ == "__main__":
