@@ -5,6 +5,7 @@ whichever the cluster has."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from tests.realk8s.images.build import FLUX_IMAGE
@@ -13,7 +14,10 @@ from tests.realk8s.nodes import NodeSpec
 if TYPE_CHECKING:
     from tests.realk8s.cluster import LocalCluster
 
-__all__ = ["ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image", "flux_image_flags"]
+__all__ = [
+    "ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image", "flux_image_flags",
+    "placed_minicluster",
+]  # fmt: skip
 
 # Only pods that tolerate the real nodes' taint land there, while the rest
 # of the tier still runs on the Python kubelet's nodes.
@@ -48,3 +52,21 @@ def flux_image_flags(cluster: LocalCluster) -> list[str]:
     """``flux_image`` as fluxhop's flags."""
     image, placed = flux_image(cluster)
     return ["--flux-in-image", "--image", image, *(REAL_FLAGS if placed else [])]
+
+
+def placed_minicluster(cluster: LocalCluster, doc: dict[str, Any]) -> dict[str, Any]:
+    """A MiniCluster document whose containers of image ``host`` (Flux from
+    the host, on the Python kubelet's nodes) run the Flux image on the real
+    nodes when the cluster has them: the image, and spec.pod's placement."""
+    image, placed = flux_image(cluster)
+    if not placed:
+        return doc
+    out = copy.deepcopy(doc)
+    spec = out["spec"]
+    for container in spec.get("containers") or []:
+        if container.get("image") == "host":
+            container["image"] = image
+    pod = spec.setdefault("pod", {})
+    pod.setdefault("nodeSelector", {}).update(placed["nodeSelector"])
+    pod["tolerations"] = [*pod.get("tolerations", []), *placed["tolerations"]]
+    return out

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import flux_image_flags, placed_minicluster
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -54,7 +56,7 @@ def kept(cluster: LocalCluster, needs_flux) -> Iterator[Kept]:
 
 
 def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
-    done = kept.fluxhop("create", "--name", NAME, "-N", "3", "--flux-in-image", "--image", "host",
+    done = kept.fluxhop("create", "--name", NAME, "-N", "3", *flux_image_flags(kept.cluster),
                         "--health-check", f"sick={SICK}", "--health-interval", "2",
                         timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -100,7 +102,7 @@ def test_a_failing_check_drains_its_rank_until_it_passes(kept: Kept):
 
 def test_an_active_check_never_runs_beside_a_users_job(kept: Kept, tmp_path: Path):
     spec = tmp_path / "checked.yaml"
-    spec.write_text(ACTIVE)
+    spec.write_text(yaml.safe_dump(placed_minicluster(kept.cluster, yaml.safe_load(ACTIVE))))
     done = kept.fluxhop("create", "-f", str(spec), timeout=240)
     assert done.returncode == 0, done.stderr
     eventually("three brokers online", lambda: kept.online("checked") == 3, timeout=120)

@@ -11,14 +11,15 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.placing import flux_image_flags
 from tests.realk8s.tools import eventually, fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux", "jobset")
 
 
 def run(cluster: LocalCluster, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return fluxhop(cluster, "run", "--target", "jobset", "--namespace", namespace, "--flux-in-image",
-                   "--image", "host", *args)  # fmt: skip
+    return fluxhop(cluster, "run", "--target", "jobset", "--namespace", namespace,
+                   *flux_image_flags(cluster), *args)  # fmt: skip
 
 
 def test_four_ranks_on_a_jobset(cluster: LocalCluster, admin: Api, namespace: str, jobset: Running):

@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import flux_image_flags
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -88,8 +89,8 @@ def watched(cluster: LocalCluster, scheduler: Scheduler) -> Iterator[Watched]:
 
 def test_the_numbers_follow_the_queue(watched: Watched, scheduler: Scheduler):
     chosen = ["--sched-simple"] if scheduler.simple else []
-    watched.checked("create", "--name", NAME, "-N", "2", "--max-size", "3", "--flux-in-image",
-                    "--image", "host", *chosen)  # fmt: skip
+    watched.checked("create", "--name", NAME, "-N", "2", "--max-size", "3",
+                    *flux_image_flags(watched.cluster), *chosen)  # fmt: skip
     eventually("metrics served", lambda: watched.online() == 2, timeout=180)
     assert scheduler.loaded("\n".join(watched.flux("module", "list")))
     watched.agree()  # idle: 2 nodes free, rank 2 down
