@@ -23,6 +23,7 @@ import yaml
 from tests.documents import minicluster_doc
 from tests.realflux.schedulers import Scheduler
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -58,6 +59,7 @@ def test_it_grows_for_a_job_that_needs_four_nodes(grow: Grow, tmp_path: Path):
                            autoscale={"scaleDownDelaySeconds": 0},
                            flux=grow.scheduler.flux(container={"disable": True}),
                            containers=[{"image": "host"}])  # fmt: skip
+    spec = placed_minicluster(grow.cluster, spec)
     (tmp_path / "grow.yaml").write_text(yaml.safe_dump(spec))
     grow.checked("create", "-f", str(tmp_path / "grow.yaml"))
     eventually("rank 0 online", lambda: grow.online(NAME) == 1, timeout=120)

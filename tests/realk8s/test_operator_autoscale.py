@@ -27,6 +27,7 @@ from tests.documents import minicluster_doc
 from tests.realflux.schedulers import Scheduler
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.test_operator import MINICLUSTERS, Operator, condition, deployed  # noqa: F401
 from tests.realk8s.tools import InNamespace, eventually, scratch_namespace
 
@@ -111,6 +112,7 @@ def test_it_grows_for_a_job_that_needs_four_nodes(scaled: Scaled):
                           autoscale={"scaleDownDelaySeconds": DELAY},
                           flux=scaled.scheduler.flux(container={"disable": True}),
                           containers=[{"image": "host"}])  # fmt: skip
+    doc = placed_minicluster(scaled.cluster, doc)
     scaled.admin.create(MINICLUSTERS.format(scaled.namespace), doc)
     scaled.until("Ready", lambda: condition(scaled.resource(), "Ready").get("status") == "True")
     scaled.until("rank 0 online", lambda: scaled.online(NAME) == 1)

@@ -25,6 +25,7 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.replacing import lift_unhealthy_taints, running_pod
 from tests.realk8s.test_operator import Operator, deployed  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop
@@ -64,6 +65,7 @@ def test_a_drain_and_its_recovery_show_on_the_resource(
                           flux={"container": {"disable": True}},
                           health={"checks": [{"name": "sick", "command": SICK,
                                               "intervalSeconds": 2}]})  # fmt: skip
+    doc = placed_minicluster(cluster, doc)
     path = f"{MINICLUSTERS.format(namespace)}/{NAME}"
     admin.create(MINICLUSTERS.format(namespace), doc)
 
@@ -108,6 +110,7 @@ def test_a_drained_rank_is_replaced_on_another_node_once_its_job_ends(
     doc = minicluster_doc(NAME, size=2, interactive=True, containers=[{"image": "host"}],
                           flux={"container": {"disable": True}},
                           health={"onFailure": "replace", "checks": [check]})  # fmt: skip
+    doc = placed_minicluster(cluster, doc)
     path = f"{MINICLUSTERS.format(namespace)}/{NAME}"
     admin.create(MINICLUSTERS.format(namespace), doc)
 
