@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
-from fluxhop.local.processes import interrupts_held, session_alive, stop_sessions
+from fluxhop.local.processes import interrupts_held, session_alive, started_after, stop_sessions
 
 
 def test_an_interrupt_while_held_is_raised_after():
@@ -41,11 +43,16 @@ def test_a_session_ends_with_the_groups_it_started():
     )  # fmt: skip
     assert leader.stdout is not None
     child = int(leader.stdout.readline())
-    assert os.getpgid(child) != leader.pid  # set -m: a group of its own
-    assert session_alive(leader.pid)
-    stop_sessions([leader.pid])
-    leader.wait()
-    leader.stdout.close()
+    try:
+        assert os.getpgid(child) != leader.pid  # set -m: a group of its own
+        assert session_alive(leader.pid)
+        stop_sessions([leader.pid])
+        leader.wait()
+    finally:
+        leader.stdout.close()
+        for pid in (child, leader.pid):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert not session_alive(leader.pid)
     assert not running(child)
 
@@ -55,3 +62,34 @@ def running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_session_whose_number_was_given_again_is_left_alone():
+    """A broker's number, given again after a reboot to someone's shell: a
+    leader started after the instance was made is not stopped."""
+    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        made = time.time() - 60  # the instance was made a minute ago
+        assert started_after(stranger.pid, made)
+        stop_sessions([stranger.pid], started_by=made)
+        assert stranger.poll() is None
+        assert not started_after(stranger.pid, time.time())
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_sigterm_wins_over_ctrl_c_when_both_were_held():
+    caught: list[int] = []
+    before = {
+        s: signal.signal(s, lambda sig, _: caught.append(sig))
+        for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert caught == [signal.SIGTERM]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -106,6 +106,7 @@ class LocalInstance:
         self.root: Path | None = None
         self.layout: LocalLayout | None = None
         self.brokers: list[Broker] = []
+        self.stopped = False  # stop() ran: their numbers may be others' now
         self.ports: list[int] = []
         self.output: deque[str] = deque(maxlen=10_000)  # rank 0's stdout, for logs()
         self.started: float | None = None
@@ -392,7 +393,11 @@ class LocalInstance:
             signal_session(broker.process.pid, sig)
 
     def stop(self) -> None:
-        """End every broker (TERM, then KILL) and remove the run directory."""
+        """End every broker (TERM, then KILL) and remove the run directory;
+        once (a cleanup and a finally may both ask)."""
+        if self.stopped:
+            return
+        self.stopped = True
         self._signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         for broker in self.brokers:

@@ -20,8 +20,10 @@ __all__ = [
     "STOP_GRACE",
     "free_ports",
     "gone",
+    "interrupts_held",
     "session_alive",
     "signal_session",
+    "started_after",
     "stop_sessions",
 ]
 
@@ -67,13 +69,29 @@ def session_alive(sid: int) -> bool:
     not count: a detached broker's parent may be gone or not reaping."""
     try:
         os.killpg(sid, 0)
+        leader = True
     except ProcessLookupError:
-        pass  # the broker's own group is gone; others of its session may not be
+        leader = False  # the broker's own group is gone; others of its session may not be
     except PermissionError:
         return True
     if not Path("/proc").is_dir():
-        return False
+        return leader
     return any(state != "Z" for _, _, state in _members(sid))
+
+
+def started_after(pid: int, moment: float) -> bool:
+    """Whether process ``pid`` started after ``moment`` (epoch seconds): its
+    number was given again to a process that is not the broker it was."""
+    try:
+        ticks = int((Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False  # gone, or no /proc: nothing to tell it by
+    return boot + ticks / os.sysconf("SC_CLK_TCK") > moment + 1.0  # btime is whole seconds
 
 
 def signal_session(sid: int, sig: int) -> None:
@@ -84,24 +102,33 @@ def signal_session(sid: int, sig: int) -> None:
             os.killpg(group, sig)
 
 
-def stop_sessions(sids: list[int]) -> None:
+def stop_sessions(sids: list[int], started_by: float | None = None) -> None:
     """End brokers' sessions this process did not start (a detached
-    instance): TERM, up to STOP_GRACE seconds for them to go, then KILL."""
+    instance): TERM, up to STOP_GRACE seconds for them to go, then KILL.
+    With ``started_by`` (when the brokers had all started), a session whose
+    leader started later is someone else's, its number reused: left alone.
+    (A session's number is not reused while a process of it lives.)"""
+    if started_by is not None:
+        sids = [sid for sid in sids if not started_after(sid, started_by)]
     for sid in sids:
         signal_session(sid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
     while any(session_alive(s) for s in sids) and time.monotonic() < deadline:
         time.sleep(POLL)
-    for sid in sids:
-        signal_session(sid, signal.SIGKILL)
     gone(sids)
 
 
 def gone(sids: list[int]) -> None:
-    """Wait, a few seconds at most, for killed sessions to be gone (a killed
-    process is not gone at once: its memory is freed first)."""
+    """KILL to the sessions until they are gone, a few seconds at most: a
+    killed process is not gone at once, and a job shell may have started a
+    group of its own since the last signal."""
     deadline = time.monotonic() + STOP_GRACE
-    while any(session_alive(s) for s in sids) and time.monotonic() < deadline:
+    while True:
+        alive = [s for s in sids if session_alive(s)]
+        if not alive or time.monotonic() >= deadline:
+            return
+        for sid in alive:
+            signal_session(sid, signal.SIGKILL)
         time.sleep(POLL)
 
 
@@ -121,5 +148,5 @@ def interrupts_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in dict.fromkeys(held):
-            signal.raise_signal(sig)
+        if held:  # one: the first raised would stop the second; SIGTERM's status wins
+            signal.raise_signal(signal.SIGTERM if signal.SIGTERM in held else signal.SIGINT)

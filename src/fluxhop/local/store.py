@@ -27,7 +27,7 @@ from pathlib import Path
 from fluxhop.arguments import checked
 from fluxhop.errors import AlreadyExists, FluxhopWarning, InputError, NotFound, shown
 from fluxhop.local.instance import EXIT_FILE, OUTPUT_FILE, LocalInstance
-from fluxhop.local.processes import POLL, session_alive, stop_sessions
+from fluxhop.local.processes import POLL, session_alive, started_after, stop_sessions
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.names import dns_label_problem
 from fluxhop.workload import Status
@@ -62,7 +62,8 @@ class Record:
     directory: str
 
     def alive(self) -> list[bool]:
-        return [session_alive(pgid) for pgid in self.pgids]
+        """Each rank's broker session still runs (a reused number is not it)."""
+        return [session_alive(p) and not started_after(p, self.created) for p in self.pgids]
 
     def exit_code(self) -> int | None:
         path = Path(self.directory) / EXIT_FILE
@@ -160,7 +161,7 @@ class LocalStore:
 
     def _clean(self, name: str, record: Record | None, why: str) -> None:
         if record is not None:
-            stop_sessions(record.pgids)
+            stop_sessions(record.pgids, started_by=record.created)
         shutil.rmtree(self._path(name), ignore_errors=True)
         warnings.warn(f"local MiniCluster {name} {why}; removed it", FluxhopWarning, stacklevel=3)
 
@@ -244,5 +245,5 @@ class LocalStore:
         if record is None and not self._path(name).is_dir():
             raise NotFound(f"no local MiniCluster {name} (fluxhop list --local shows them)")
         if record is not None:
-            stop_sessions(record.pgids)
+            stop_sessions(record.pgids, started_by=record.created)
         shutil.rmtree(self._path(name), ignore_errors=True)
