@@ -202,8 +202,8 @@ settle() {
 publish() {
     # This rank's last results, for metrics.py (flux_health_checks, fluxhop
     # status): in the KVS when they changed, or when the broker was restarted
-    # (its socket is new: a new instance has not got them). A failure is
-    # tried again after the next round.
+    # (its socket is new: a new instance has not got them). Fails when Flux
+    # did not take them (tried again each second).
     local json='' i name status line socket
     for i in "${!check_names[@]}"; do
         name=${check_names[i]}
@@ -219,7 +219,7 @@ publish() {
     local seen=''
     if [ -f "$results/.published" ]; then IFS= read -r seen <"$results/.published" || true; fi
     [ "$seen" != "$socket {$json}" ] || return 0
-    flux kvs put "$kvs_dir.$rank={$json}" || return 0
+    flux kvs put "$kvs_dir.$rank={$json}" || return 1
     printf '%s\n' "$socket {$json}" >"$results/.published"
 }
 
@@ -269,14 +269,12 @@ while :; do
     # lifts the drain its rank had before it all the same)
     if [ "$ran" = 1 ] || [ "$pending" = 1 ] || [ "$first" = 1 ]; then
         # the results before the drain they cause: whoever sees the drain
-        # (fluxhop status, the operator's status.health) sees its failure
-        publish
-        if settle; then
-            pending=0
-            first=0
-        else
-            pending=1
-        fi
+        # (fluxhop status, the operator's status.health) sees its failure;
+        # and again after, for what settle forgot (a drain someone lifted)
+        pending=0
+        publish || pending=1
+        if settle; then first=0; else pending=1; fi
+        publish || pending=1
     fi
     # until the next check is due, looking each second for an active result
     clock
