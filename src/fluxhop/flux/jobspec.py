@@ -200,7 +200,14 @@ def load(source: str | bytes | Mapping[str, Any], *, v1: bool = True) -> Jobspec
         if doc is None:
             raise InvalidJobspec("jobspec: the document is empty; write a Flux jobspec (RFC 25)")
     if not isinstance(doc, Mapping):
-        what = {list: "a list", str: "text", bool: "true/false"}.get(type(doc), "a number")
+        kinds = {
+            list: "a list",
+            str: "text",
+            bool: "true/false",
+            int: "a number",
+            float: "a number",
+        }
+        what = kinds.get(type(doc), type(doc).__name__)
         raise InvalidJobspec(
             f"jobspec: a jobspec is a mapping (version, resources, tasks, attributes), not {what}"
         )
