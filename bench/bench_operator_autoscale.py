@@ -59,7 +59,7 @@ import bench_autoscale  # this directory: its fluxhop command and its wait
 from bench_autoscale import cli
 from fluxhop.cluster import inside as cluster_inside
 from fluxhop.cluster.api import Kube
-from fluxhop.operator import autoscale_timer, handlers
+from fluxhop.operator import autoscale_timer, handlers, timers
 from fluxhop.operator.resource import FIELD_MANAGER
 
 NAME = "grow"
@@ -88,8 +88,8 @@ class Counting:
 
     @contextlib.contextmanager
     def installed(self):
-        send, look, execute = httpx2.Client.send, handlers.on_autoscale, cluster_inside.pod_exec
-        resize, waited = autoscale_timer.Operated.resize, handlers.waited
+        send, look, execute = httpx2.Client.send, timers.on_autoscale, cluster_inside.pod_exec
+        resize, waited = autoscale_timer.Operated.resize, timers.waited
 
         def counted_send(client, request, *args, **kwargs):
             api = request.url.path.startswith(("/api/", "/apis/"))  # not rank 0's exporter
@@ -128,8 +128,8 @@ class Counting:
             mock.patch.object(httpx2.Client, "send", counted_send),
             mock.patch.object(cluster_inside, "pod_exec", counted_exec),
             mock.patch.object(autoscale_timer.Operated, "resize", timed_resize),
-            mock.patch.object(handlers, "on_autoscale", counted_look),
-            mock.patch.object(handlers, "waited", timed_wait),
+            mock.patch.object(timers, "on_autoscale", counted_look),
+            mock.patch.object(timers, "waited", timed_wait),
         ):
             yield self
 
@@ -143,7 +143,7 @@ def run_operator(
         kubeconfig, namespace=ns, field_manager=FIELD_MANAGER
     )
     handlers.standalone = True  # one operator, no peering (as --standalone)
-    handlers.register_autoscaling(interval)
+    timers.register_autoscaling(interval)
     logging.basicConfig(filename=LOG, level=logging.INFO, force=True)  # kopf's and ours
     stop, ready = threading.Event(), threading.Event()
 

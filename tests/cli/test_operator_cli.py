@@ -8,14 +8,14 @@ import pytest
 
 from fluxhop.cli import main
 from fluxhop.cli import operator as operator_cli
-from fluxhop.operator import handlers
+from fluxhop.operator import handlers, timers
 
 
 @pytest.fixture
 def started(monkeypatch):
     said: dict = {}
     monkeypatch.setattr(kopf, "run", lambda **kwargs: said.update(run=kwargs))
-    monkeypatch.setattr(handlers, "register_autoscaling", lambda every: said.update(every=every))
+    monkeypatch.setattr(timers, "register_autoscaling", lambda every: said.update(every=every))
     monkeypatch.setattr(handlers, "own_namespace", None)
     monkeypatch.setattr(handlers, "selector", {})
     monkeypatch.setattr(handlers, "standalone", False)

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import pytest
 
+from fluxhop.cluster.api import Kube
+from fluxhop.operator import handlers
+from fluxhop.operator.resource import FIELD_MANAGER
 from tests.cluster.fakeapi import DEFAULT_CRDS, FakeAPIServer
 
 
 @pytest.fixture(autouse=True)
 def forgetful_operator(monkeypatch):
     """Each test's operator remembers only its own writes (operator/cache.py)."""
-    from fluxhop.operator import cache
+    from fluxhop.operator import cache, memory
 
     monkeypatch.setattr(cache, "_written", {})
+    for kept in ("leads", "versions", "unwaited", "remembered", "health_written"):
+        monkeypatch.setattr(memory, kept, {})
 
 
 @pytest.fixture
@@ -24,3 +29,23 @@ def fake(request):
     server.flux_operator = False  # fluxhop's operator does the Flux Operator's work here
     yield server
     server.close()
+
+
+@pytest.fixture
+def connected(fake, kubeconfig, monkeypatch):
+    """The handlers (and the timers, through them) connect to the fake API server."""
+    made = []
+
+    def connect(namespace: str) -> Kube:
+        kube = Kube.connect(
+            str(kubeconfig),
+            namespace=namespace,
+            transport=fake.transport(),
+            field_manager=FIELD_MANAGER,
+        )
+        made.append(kube)
+        return kube
+
+    monkeypatch.setattr(handlers, "connect", connect)
+    monkeypatch.setattr(handlers, "selector", {})
+    return made

@@ -13,7 +13,6 @@ import pytest
 from fluxhop.operator import cache, handlers, reconcile
 from fluxhop.operator.cache import Seen
 from fluxhop.workload.marks import OPERATED
-from tests.operator.test_handlers import connected  # noqa: F401 - a fixture
 from tests.operator.test_reconcile import conditions, resource
 
 
@@ -42,7 +41,7 @@ def indexes(fake) -> dict[str, dict[tuple[str, str], list[dict[str, Any]]]]:
 
 
 @pytest.fixture
-def settled(fake, connected, kube):  # noqa: F811 - the fixture imported above
+def settled(fake, connected, kube):
     """MiniCluster demo created, its 2 pods Running and its status Ready."""
     kube.apply(resource())
     handlers.on_minicluster(body=fake.get("MiniCluster", "demo"), namespace="default")

@@ -105,7 +105,7 @@ def operator_command(
         import kopf
     except ImportError:
         raise LocalToolMissing("the operator needs kopf: pip install 'fluxhop[operator]'") from None
-    from fluxhop.operator import handlers
+    from fluxhop.operator import handlers, timers
     from fluxhop.operator.peering import ensure_peering
 
     if not standalone:
@@ -115,8 +115,8 @@ def operator_command(
     handlers.selector.update(labels)
     handlers.standalone = standalone
     handlers.own_namespace = own_namespace()
-    handlers.register_autoscaling(autoscale_interval)
-    handlers.register_health(health_interval)
+    timers.register_autoscaling(autoscale_interval)
+    timers.register_health(health_interval)
     if priority is not None:
         handlers.priority = priority
     # kopf's log lines, each naming its resource ([namespace/name]): kopf's own

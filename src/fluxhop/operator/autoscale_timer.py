@@ -1,5 +1,5 @@
 """The operator's autoscaling: a MiniCluster resource with ``spec.autoscale``
-is looked at every few seconds (a kopf timer, operator/handlers.py) and
+is looked at every few seconds (a kopf timer, operator/timers.py) and
 sized to its Flux queue by the same policy as ``fluxhop autoscale``
 (cluster/autoscale_actions.py).
 

@@ -1,11 +1,9 @@
 """kopf handlers: every event of a MiniCluster resource - and of the pods of
 one - runs the same reconcile (operator/reconcile.py), so the resource's
-status follows its brokers without a polling loop. A MiniCluster that asks
-to autoscale is also looked at on a timer (operator/autoscale_timer.py): its
-queue is inside Flux, where no Kubernetes event tells of it; so is one with
-health checks (operator/health_watch.py), whose drains are Flux's too. The handlers
-are plain functions (kopf's own advice): tests call them with a body and a
-namespace.
+status follows its brokers without a polling loop. (What Kubernetes events
+cannot tell, a MiniCluster's queue and drains inside Flux, is looked at on
+timers: operator/timers.py.) The handlers are plain functions (kopf's own
+advice): tests call them with a body and a namespace.
 
 Several replicas are safe: kopf's peering (mandatory here) lets one of them
 handle resources at a time, the others stand by.
@@ -18,7 +16,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -26,20 +23,17 @@ import kopf
 from fluxhop.cluster.api import Kube
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
-from fluxhop.operator import cache
-from fluxhop.operator.autoscale_timer import autoscale, waited
+from fluxhop.operator import cache, memory
 from fluxhop.operator.cache import GROUP, PLURAL, VERSION, Outcome, Seen
-from fluxhop.operator.health_watch import look
 from fluxhop.operator.reconcile import Reconciler
 from fluxhop.operator.resource import (
-    AUTOSCALE_STATUS,
     FIELD_MANAGER,
     managed_elsewhere,
     queued_elsewhere,
 )
 from fluxhop.render.objects import MINICLUSTER_LABEL
-from fluxhop.workload.marks import JOB_NAME, OPERATED
-from fluxhop.workload.status import completion_index, running_lead
+from fluxhop.workload.marks import OPERATED
+from fluxhop.workload.status import completion_index
 
 __all__ = [
     "GROUP",
@@ -47,14 +41,10 @@ __all__ = [
     "PLURAL",
     "VERSION",
     "configure",
-    "on_autoscale",
-    "on_health",
     "on_job",
     "on_minicluster",
     "on_pod",
     "on_queued_elsewhere",
-    "register_autoscaling",
-    "register_health",
 ]
 
 PEERING = "fluxhop-operator"
@@ -97,45 +87,6 @@ standalone = False  # fluxhop operator --standalone: one replica, no peering
 # The namespace the operator runs in (the downward API's POD_NAMESPACE):
 # autoscaled MiniClusters let it read their metrics. None: not in a pod.
 own_namespace: str | None = None
-# Rank 0's pod of each MiniCluster, as the pod watch last saw it: the
-# autoscaler's timer finds it here, without a request.
-leads: dict[tuple[str, str], dict[str, Any]] = {}
-# The version of each autoscaled MiniCluster's queue the last look saw, and
-# how long a look waits at rank 0 for it to move (the exporter's long poll).
-versions: dict[tuple[str, str], str | None] = {}
-wait_for_change = 10.0
-unwaited: dict[tuple[str, str], float] = {}  # when each look without a long poll was
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """What this operator last wrote for a resource, until its watch brings
-    it: a look reads kopf's live body (no GET), which may lag behind."""
-
-    uid: str | None
-    generation: int
-    status: dict[str, Any] | None
-
-    def outran(self, body: dict[str, Any]) -> bool:
-        return int(body["metadata"].get("generation", 0)) < self.generation
-
-    def ahead_of(self, body: dict[str, Any]) -> bool:
-        """Whether this knows more than ``body`` (the same resource, its own
-        writes not all in it yet); once not, the body is the truth again."""
-        if self.uid != body["metadata"].get("uid"):
-            return False
-        written = (body.get("status") or {}).get(AUTOSCALE_STATUS)
-        return self.outran(body) or (self.status is not None and written != self.status)
-
-    @classmethod
-    def after(cls, body: dict[str, Any], tick: Any, before: Remembered | None) -> Remembered:
-        floor = before.generation if before else 0
-        seen = int(body["metadata"].get("generation", 0))
-        return cls(body["metadata"].get("uid"), max(tick.generation or 0, seen, floor),
-                   tick.status)  # fmt: skip
-
-
-remembered: dict[tuple[str, str], Remembered] = {}
 # kopf pauses *every* replica when two have the same priority, so each gets
 # its own: by default the time it started (ms), so the newest works and the
 # others stand by (fluxhop operator --priority overrides).
@@ -240,17 +191,16 @@ def _remember_lead(pod: dict[str, Any], namespace: str, name: str, event: str | 
     if completion_index(pod) != 0:
         return
     key = (namespace, name)
-    current = leads.get(key)
+    current = memory.leads.get(key)
     if event == "DELETED":
         if current and current["metadata"].get("uid") == pod["metadata"].get("uid"):
             # rank 0 gone (a restart, or the MiniCluster deleted): forget what
             # the looks kept for it, so that deleted MiniClusters leave nothing
-            for memory in (leads, versions, remembered, unwaited):
-                memory.pop(key, None)
+            memory.forget(key)
         return
     created = pod["metadata"].get("creationTimestamp") or ""
     if current is None or created >= (current["metadata"].get("creationTimestamp") or ""):
-        leads[key] = pod
+        memory.leads[key] = pod
 
 
 @kopf.on.event("", "v1", "pods", labels={MINICLUSTER_LABEL: kopf.PRESENT})
@@ -337,123 +287,3 @@ def _operated(cr: dict[str, Any], seen: Seen | None) -> bool:
         owner.get("uid") == uid and owner.get("kind") == "MiniCluster"
         for owner in job["metadata"].get("ownerReferences") or []
     )
-
-
-def _autoscaled(body: Any, **_: Any) -> bool:
-    meta = body.get("metadata") or {}
-    return (
-        OPERATED in (meta.get("annotations") or {})
-        and (body.get("spec") or {}).get("autoscale") is not None
-        and _selected(meta.get("labels") or {}, body)
-    )
-
-
-def _too_soon(key: tuple[str, str]) -> bool:
-    """For looks that do not wait at rank 0: whether the last was less than
-    a long poll ago (if not, this one counts as the last)."""
-    if time.monotonic() - unwaited.get(key, float("-inf")) < wait_for_change:
-        return True
-    unwaited[key] = time.monotonic()
-    return False
-
-
-def on_autoscale(body: Any, namespace: str, **_: Any) -> None:
-    """One autoscaling look at a MiniCluster resource that asks for it."""
-    cr = dict(body)
-    name = cr["metadata"]["name"]
-    kube = connect(namespace)
-
-    key = (namespace, name)
-    try:
-        pod = _lead(kube, namespace, name)
-        found = None
-        if pod is not None:  # a long poll: the look goes on once the queue changed
-            found = waited(cr, namespace, pod, versions.get(key), now=time.time(),
-                           most=wait_for_change)  # fmt: skip
-        if found is not None and found[1] is None and _too_soon(key):
-            return  # rank 0 cannot wait for a change (no job journal): not every tick
-        if found is not None:
-            scrape, versions[key] = found
-            fresh = dict(body)  # kopf's live view: the resource as the watch has it now
-            mine = remembered.get(key)
-            if mine is not None and not mine.ahead_of(fresh):
-                mine = None  # the watch has brought it (or it is another resource now)
-            if mine is not None and mine.outran(fresh):
-                return  # the watch has not brought this operator's own resize yet
-            tick = autoscale(kube, fresh, now=time.time(), lead=lambda: pod, scrape=scrape,
-                             previous=mine.status if mine else None)  # fmt: skip
-            remembered[key] = Remembered.after(fresh, tick, mine)
-        elif not _too_soon(key):  # metrics by exec (not served), or rank 0 not running
-            remembered.pop(key, None)
-            tick = autoscale(kube, cr, now=time.time(), lead=lambda: pod)
-        else:
-            return
-    except FluxhopError as err:  # the API refused a write: the next look tries again
-        LOG.warning("MiniCluster %s/%s: autoscaling: %s", namespace, name, err)
-        return
-    if tick.writes:
-        why = (tick.status or {}).get("reason", "")
-        LOG.info("MiniCluster %s/%s: %s (%s)", namespace, name, ", ".join(tick.writes), why)
-
-
-def _lead(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
-    """MiniCluster ``name``'s rank 0 pod, running: the one the pods' events
-    brought, or one asked for (not seen running yet)."""
-    known = leads.get((namespace, name))
-    if known is not None and running_lead([known]) is not None:
-        return known
-    return running_lead(kube.list("Pod", labels={JOB_NAME: name}))
-
-
-def _health_watched(body: Any, **_: Any) -> bool:
-    meta = body.get("metadata") or {}
-    return (
-        OPERATED in (meta.get("annotations") or {})
-        and (body.get("spec") or {}).get("health") is not None
-        and _selected(meta.get("labels") or {}, body)
-    )
-
-
-# status.health as this operator last wrote it (with the resource's uid):
-# kopf's body may not have brought the write yet, and its events are said once
-health_written: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = {}
-
-
-def on_health(body: Any, namespace: str, **_: Any) -> None:
-    """One look at the health of a MiniCluster resource with spec.health."""
-    cr = dict(body)
-    name, uid = cr["metadata"]["name"], cr["metadata"].get("uid")
-    kube = connect(namespace)
-    key = (namespace, name)
-    mine = health_written.get(key)
-    try:
-        status = look(kube, cr, _lead(kube, namespace, name),
-                      mine[1] if mine is not None and mine[0] == uid else None)  # fmt: skip
-    except FluxhopError as err:  # the pods could not be listed: the next look
-        LOG.warning("MiniCluster %s/%s: health: %s", namespace, name, err)
-        return
-    if status is not None:
-        health_written[key] = (uid, status)
-
-
-def register_health(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:
-    """Look at the health of MiniClusters with spec.health every ``interval``
-    seconds (fluxhop operator --health-interval); call before kopf runs."""
-    kopf.timer(
-        GROUP, VERSION, PLURAL, id="health", interval=interval, when=_health_watched,
-        registry=registry,
-    )(on_health)  # fmt: skip
-
-
-def register_autoscaling(interval: float, *, registry: kopf.OperatorRegistry | None = None) -> None:
-    """Look at MiniClusters that autoscale every ``interval`` seconds
-    (fluxhop operator --autoscale-interval); call before kopf runs."""
-    kopf.timer(
-        GROUP,
-        VERSION,
-        PLURAL,
-        id="autoscale",
-        interval=interval,
-        when=_autoscaled,
-        registry=registry,
-    )(on_autoscale)

@@ -1,6 +1,6 @@
 """The operator's view of spec.health (issue #37): a MiniCluster resource
 with health checks is looked at every few seconds (a kopf timer,
-operator/handlers.py). Rank 0's metrics say each check's last results and
+operator/timers.py). Rank 0's metrics say each check's last results and
 which ranks health drained; what changed is written to ``status.health``
 and said as events on the resource:
 
