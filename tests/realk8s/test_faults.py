@@ -17,22 +17,17 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
-from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, output
+from tests.realk8s.placing import flux_image_flags
+from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, kubectl, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 
 
-def start_run(cluster: LocalCluster, namespace: str, *args: str) -> subprocess.Popen[str]:
-    argv = [
-        str(FLUXHOP),
-        "run",
-        "--namespace",
-        namespace,
-        "--flux-in-image",
-        "--image",
-        "host",
-        *args,
-    ]
+def start_run(cluster: LocalCluster, namespace: str, *args: str, image: list[str] | None = None
+              ) -> subprocess.Popen[str]:  # fmt: skip
+    """``fluxhop run`` in the background, with the Flux image (``image``: its flags)."""
+    image = image if image is not None else flux_image_flags(cluster)
+    argv = [str(FLUXHOP), "run", "--namespace", namespace, *image, *args]
     return subprocess.Popen(argv, env=command_env(cluster), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 
@@ -51,8 +46,15 @@ def lead_log(admin: Api, namespace: str, name: str) -> str:
     return admin.text(f"/api/v1/namespaces/{namespace}/pods/{lead[0]['metadata']['name']}/log")
 
 
+def touch_in_pods(cluster: LocalCluster, admin: Api, namespace: str, job: str, path: str) -> None:
+    """``touch path`` in every pod of ``job``, through the kubelet's exec."""
+    pods = admin.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={job}")
+    for pod in pods["items"]:
+        kubectl(cluster, "exec", "-n", namespace, pod["metadata"]["name"], "--", "touch", path)
+
+
 def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, namespace: str):
-    mark = Path("/run") / f"fluxhop-test-{uuid.uuid4().hex[:8]}"  # the host is every pod's image
+    mark = f"/tmp/fluxhop-test-{uuid.uuid4().hex[:8]}"  # each pod's own /tmp
     script = f"echo before; while [ ! -e {mark} ]; do sleep 0.1; done; echo after; exit 4"
     run = start_run(cluster, namespace, "-N", "2", "--name", "crash", "--", "sh", "-c", script)
     try:
@@ -62,7 +64,7 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
             seen.append(line)  # the brokers' own lines, until run streams rank 0's command
         assert line == "before\n", "".join(seen)
         cluster.restart_apiserver(crash=True)  # while run follows rank 0's log
-        mark.touch()
+        touch_in_pods(cluster, admin, namespace, "crash", mark)
         # read on through run.stdout: the other rank's "before" may be in its
         # buffer already, where communicate() (which reads the pipe) never looks
         watchdog = threading.Timer(180, run.kill)
@@ -76,7 +78,7 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
         finally:
             watchdog.cancel()
     finally:
-        mark.unlink(missing_ok=True)
+        Path(mark).unlink(missing_ok=True)  # the host's, where the host is the pods' image
         if run.poll() is None:
             run.kill()
     lines = output(stdout)
@@ -93,8 +95,19 @@ def test_a_node_that_stops_answering(cluster: LocalCluster, admin: Api, namespac
     placement = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
     script = "echo started; sleep 600"
     run = start_run(
-        cluster, namespace, "-N", "2", "--name", "lost", *placement, "--", "sh", "-c", script
-    )
+        cluster,
+        namespace,
+        "-N",
+        "2",
+        "--name",
+        "lost",
+        *placement,
+        "--",
+        "sh",
+        "-c",
+        script,
+        image=["--flux-in-image", "--image", "host"],
+    )  # the Python kubelet's node-c
     try:
         assert run.stdout is not None
         while (line := run.stdout.readline()) and line != "started\n":

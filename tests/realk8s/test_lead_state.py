@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fluxhop.render.pod import (
     LEAD_CLAIM_ANNOTATION,
@@ -31,6 +32,7 @@ from tests.conformance import REPO
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
+from tests.realk8s.placing import flux_image_flags, placed_minicluster
 from tests.realk8s.replacing import running_pod
 from tests.realk8s.tools import InNamespace, eventually, fluxhop, kubectl, scratch_namespace
 
@@ -155,7 +157,9 @@ def recovered(lasting: Lasting, running: str, pending: list[str], known: set[str
 
 def test_a_new_rank_0_restarts_the_instance_from_its_state(lasting: Lasting, tmp_path: Path):
     document = tmp_path / "lasting.yaml"
-    document.write_text(DOCUMENT)
+    document.write_text(
+        yaml.safe_dump(placed_minicluster(lasting.cluster, yaml.safe_load(DOCUMENT)))
+    )
     done = lasting.fluxhop("create", "-f", str(document), timeout=240)
     assert done.returncode == 0, done.stderr
     eventually("both brokers online", lambda: lasting.online(NAME) == 2, timeout=120)
@@ -197,8 +201,8 @@ def test_sched_simple_from_flags_restarts_from_its_state_too(lasting: Lasting):
     own sched-simple rather than Fluxion: the new rank 0 loads sched-simple
     again once the running job has ended, and the five run."""
     simple = replace(lasting, name=SIMPLE)
-    done = simple.fluxhop("create", "--name", SIMPLE, "-N", "2", "--image", "host",
-                          "--flux-in-image", "--sched-simple", "--lead-state", "size=1Gi",
+    done = simple.fluxhop("create", "--name", SIMPLE, "-N", "2", *flux_image_flags(simple.cluster),
+                          "--sched-simple", "--lead-state", "size=1Gi",
                           timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "emptyDir" not in done.stderr  # asked for, so made: no warning

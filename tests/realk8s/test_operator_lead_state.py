@@ -15,6 +15,7 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.test_lead_state import (
     DEFAULT_CLASS,
     POLICY,
@@ -49,11 +50,11 @@ def test_the_operator_keeps_rank_0s_state_on_the_default_class(
     operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     operated = Lasting(cluster, admin, namespace, name=NAME)
     try:
-        admin.create(MINICLUSTERS.format(namespace), {
+        admin.create(MINICLUSTERS.format(namespace), placed_minicluster(cluster, {
             "apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
             "metadata": {"name": NAME},
             "spec": {"size": 2, "interactive": True, "flux": {"container": {"disable": True}},
-                     "containers": [{"image": "host"}]}})  # fmt: skip
+                     "containers": [{"image": "host"}]}}))  # fmt: skip
         claims = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
         claim = until("the claim made", operator, lambda: admin.find(f"{claims}/{NAME}-lead-state"))
         assert claim["spec"]["storageClassName"] == DEFAULT_CLASS
