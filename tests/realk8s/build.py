@@ -2,8 +2,9 @@
 
 Builds the control plane (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler as one multi-call binary ``k8s``), the kubelet's HTTPS server
-and CoreDNS from the Go modules in ``tests/realk8s/go/``, with the Go on PATH
-and the Go module proxy, into the cache directory that
+and CoreDNS, the controllers beside it and the real nodes' programs from the
+Go modules in ``tests/realk8s/go/`` (in two lanes side by side, ``lanes``),
+with the Go on PATH and the Go module proxy, into the cache directory that
 ``tests.realk8s.binaries`` names. Nothing happens when that build exists, so
 running it again is cheap; a changed pin is a new directory. Go's own caches
 (``go env GOCACHE GOMODCACHE``) are outside the repository too.
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.realk8s.binaries import (
@@ -56,30 +58,39 @@ def go_environment(cgo: bool = False) -> dict[str, str]:
     }
 
 
+def lanes() -> list[list[str]]:
+    """The programs in two lanes, built side by side: Kubernetes' (one
+    module: its packages are compiled once for all its programs) and the
+    rest. A lane spends much of its time in single-threaded steps (module
+    downloads, links) that the other lane's compiles fill."""
+    kubernetes = [name for name, (module, _) in PROGRAMS.items() if module == "kubernetes"]
+    return [kubernetes, [name for name in PROGRAMS if name not in kubernetes]]
+
+
+def build_program(name: str, staging: Path) -> None:
+    module, package = PROGRAMS[name]
+    started = time.monotonic()
+    ldflags = "-s -w " + (version_stamp() if module == "kubernetes" else "")
+    tags = CGO_TAGS.get(name)
+    (staging / name).parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["go", "build", *(["-tags", tags] if tags else []), "-ldflags", ldflags,
+         "-o", str(staging / name), package],
+        cwd=GO_DIR / module,
+        env=go_environment(cgo=tags is not None),
+        check=True,
+    )  # fmt: skip
+    print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
+
+
 def build(target: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
-        for name, (module, package) in PROGRAMS.items():
-            started = time.monotonic()
-            ldflags = "-s -w " + (version_stamp() if module == "kubernetes" else "")
-            tags = CGO_TAGS.get(name)
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(
-                [
-                    "go",
-                    "build",
-                    *(["-tags", tags] if tags else []),
-                    "-ldflags",
-                    ldflags,
-                    "-o",
-                    str(staging / name),
-                    package,
-                ],
-                cwd=GO_DIR / module,
-                env=go_environment(cgo=tags is not None),
-                check=True,
-            )
-            print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            done = [pool.submit(lambda lane: [build_program(n, staging) for n in lane], lane)
+                    for lane in lanes()]  # fmt: skip
+            for lane in done:
+                lane.result()  # the first failure, once both lanes have stopped
         for link, program in LINKS.items():
             (staging / link).symlink_to(program)
         target.mkdir(exist_ok=True)
