@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,16 @@ PATCH_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+
+TOO_MANY_FOR = 60.0  # seconds a request answered 429 is tried again
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return min(max(float(response.headers.get("Retry-After", "1")), 0.1), 5.0)
+    except ValueError:
+        return 1.0
 
 
 class ApiError(Exception):
@@ -80,14 +91,21 @@ class Api:
         content_type: str = "application/json",
     ) -> Any:
         content = None if body is None else json.dumps(body).encode()
-        response = self.http.request(
-            method,
-            path,
-            content=content,
-            params=params,
-            headers={"Content-Type": content_type} if content is not None else {},
-        )
-        return self._answer(response)
+        deadline = time.monotonic() + TOO_MANY_FOR
+        while True:
+            response = self.http.request(
+                method,
+                path,
+                content=content,
+                params=params,
+                headers={"Content-Type": content_type} if content is not None else {},
+            )
+            # 429 (overload, or "storage is (re)initializing" while a
+            # resource's watch cache starts): asked to come back, as
+            # client-go does, after Retry-After
+            if response.status_code != 429 or time.monotonic() >= deadline:
+                return self._answer(response)
+            time.sleep(_retry_after(response))
 
     @staticmethod
     def _answer(response: httpx.Response) -> Any:
