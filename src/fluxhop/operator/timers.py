@@ -28,13 +28,18 @@ __all__ = ["on_autoscale", "on_health", "register_autoscaling", "register_health
 LOG = handlers.LOG
 
 
-def _autoscaled(body: Any, **_: Any) -> bool:
+def _asks_for(body: Any, field: str) -> bool:
+    """A resource this operator keeps whose spec has ``field``."""
     meta = body.get("metadata") or {}
     return (
         OPERATED in (meta.get("annotations") or {})
-        and (body.get("spec") or {}).get("autoscale") is not None
+        and (body.get("spec") or {}).get(field) is not None
         and handlers._selected(meta.get("labels") or {}, body)
     )
+
+
+def _autoscaled(body: Any, **_: Any) -> bool:
+    return _asks_for(body, "autoscale")
 
 
 def _too_soon(key: tuple[str, str]) -> bool:
@@ -95,12 +100,7 @@ def _lead(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
 
 
 def _health_watched(body: Any, **_: Any) -> bool:
-    meta = body.get("metadata") or {}
-    return (
-        OPERATED in (meta.get("annotations") or {})
-        and (body.get("spec") or {}).get("health") is not None
-        and handlers._selected(meta.get("labels") or {}, body)
-    )
+    return _asks_for(body, "health")
 
 
 def on_health(body: Any, namespace: str, **_: Any) -> None:
