@@ -58,6 +58,8 @@ PROGRAMS = {
     # needs, and a registry (distribution) that serves the images built here.
     "kubelet": ("kubernetes", "k8s.io/kubernetes/cmd/kubelet"),
     "kube-proxy": ("kubernetes", "k8s.io/kubernetes/cmd/kube-proxy"),
+    # fake GPUs through the kubelet's device-plugin API (upstream's plugin stub)
+    "gpu-plugin": ("kubernetes", "./gpu-plugin"),
     "containerd": ("containerd", "github.com/containerd/containerd/v2/cmd/containerd"),
     "containerd-shim-runc-v2": (
         "containerd",

@@ -22,14 +22,16 @@ __all__ = [
 # Only pods that tolerate the real nodes' taint land there, while the rest
 # of the tier still runs on the Python kubelet's nodes.
 REAL = "fluxhop.test/real"
+# node-r0 has two GPUs (the tests' device plugin: go/kubernetes/gpu-plugin)
 REAL_NODES = [
     NodeSpec(
         name,
         labels={"topology.kubernetes.io/zone": "zone-r", REAL: "yes"},
+        capacity=capacity,
         taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}],
         real=True,
     )
-    for name in ("node-r0", "node-r1")
+    for name, capacity in (("node-r0", {"nvidia.com/gpu": "2"}), ("node-r1", {}))
 ]
 # What puts a pod there: in a pod spec, and as fluxhop's flags
 ON_REAL_NODES: dict[str, Any] = {

@@ -5,9 +5,15 @@ bridge (tests/realk8s/kubelet/network.py).
 The node's namespace ``fhk8s-node<i>`` has ``eth0`` on the bridge with the
 node's address (``config.NodeAddresses``) and a default route through the
 host, which serves the API server and the cluster DNS on the bridge's
-address. Its programs are started with ``nsenter --net`` alone (not ``ip
-netns exec``, which unshares the mount namespace: the kubelet's volume
-mounts must reach containerd's containers). Its pods hang off a CNI bridge
+address. Its programs share a mount namespace of the node's own too
+(pinned at ``<root>/mnt``), as the programs of one machine do: the
+kubelet's volume mounts reach containerd's containers, no node's mounts
+reach the host or another node, and ``/var/lib/kubelet`` is the node's own
+there (the kubelet keeps its device plugins' sockets in
+``/var/lib/kubelet/device-plugins`` whatever its root, and empties that
+directory as it starts: two kubelets sharing it would unplug each other's
+plugins). A node whose spec asks for ``nvidia.com/gpu`` runs the tests'
+device plugin (``go/kubernetes/gpu-plugin``) there. Its pods hang off a CNI bridge
 inside the node's namespace, in the node's own range; the host and every
 other node route that range to the node's address, so pods reach each
 other across nodes as on any flat pod network. kube-proxy programs the
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["NODE_NETNS_PREFIX", "RealNode", "missing_runtime", "sweep_nodes"]
 
 NODE_NETNS_PREFIX = "fhk8s-node"
+GPU = "nvidia.com/gpu"
 VETH_PREFIX = "fhkn"
 
 
@@ -88,6 +95,7 @@ class RealNode:
         self.netns = f"{NODE_NETNS_PREFIX}{index}"
         self.root = cluster.workdir / "nodes" / spec.name
         self.cgroup = f"{CGROUP_PARENT}/{spec.name}"
+        self.mnt = self.root / "mnt"
         self.processes: dict[str, Process] = {}
 
     # --- the network ---------------------------------------------------------------
@@ -111,10 +119,31 @@ class RealNode:
                 netns=self.netns)  # fmt: skip
             _ip("route", "replace", self.addresses.pod_cidr, "via", ip, netns=peer.netns)
 
+    # --- the mount namespace -----------------------------------------------------------
+    def _mount_namespace(self) -> None:
+        """The node's mount namespace, pinned by a bind mount at ``self.mnt``
+        (which may not sit on a shared mount: the node's directory is made
+        a private mount of its own first), with ``/var/lib/kubelet`` the
+        node's ``var-lib-kubelet`` in it."""
+        own = self.root / "var-lib-kubelet"
+        own.mkdir(parents=True, exist_ok=True)
+        Path("/var/lib/kubelet").mkdir(parents=True, exist_ok=True)  # host.py puts it back
+        self.mnt.touch()
+        for argv in (
+            ["mount", "--bind", str(self.root), str(self.root)],
+            ["mount", "--make-private", str(self.root)],
+            ["unshare", f"--mount={self.mnt}", "--propagation", "private",
+             "mount", "--bind", str(own), "/var/lib/kubelet"],
+        ):  # fmt: skip
+            done = subprocess.run(argv, capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
     def _in_netns(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
+        """``argv`` in the node's network and mount namespaces."""
         process = Process(
             f"{name}-{self.spec.name}",
-            ["nsenter", f"--net=/run/netns/{self.netns}", "--", *argv],
+            ["nsenter", f"--net=/run/netns/{self.netns}", f"--mount={self.mnt}", "--", *argv],
             self.cluster.workdir,
             env=env,
         )
@@ -199,13 +228,24 @@ class RealNode:
         )
         self._in_netns("kube-proxy", [str(self.cluster.bin / "kube-proxy"), f"--config={config}"])
 
+    def _devices(self) -> None:
+        """The tests' device plugin, when the spec asks for GPUs: it
+        registers with the kubelet (again after the kubelet restarts)."""
+        count = self.spec.capacity.get(GPU)
+        if count:
+            plugin = str(self.cluster.bin / "gpu-plugin")
+            argv = [plugin, f"--resource={GPU}", f"--count={count}", f"--node={self.spec.name}"]
+            self._in_netns("gpu-plugin", argv)
+
     # --- the whole node --------------------------------------------------------------------
     def start(self, peers: list[RealNode], registry: str, pause_image: str) -> RealNode:
         self.root.mkdir(parents=True, exist_ok=True)
         self._network(peers)
+        self._mount_namespace()
         self._containerd(registry, pause_image)
         self._kubelet()
         self._kube_proxy()
+        self._devices()
         return self
 
     def stop_kubelet(self) -> None:
@@ -223,7 +263,7 @@ class RealNode:
         """Everything of the node gone: its programs, its pods' processes
         (whatever their state), their mounts and cgroups, its namespace and
         routes; returns the cgroups that could not be removed."""
-        for name in ("kube-proxy", "kubelet"):
+        for name in ("gpu-plugin", "kube-proxy", "kubelet"):
             if name in self.processes:
                 self.processes[name].stop(grace=5)
         kill_cgroup(self.cgroup)  # the pods' processes
