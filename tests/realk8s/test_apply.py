@@ -90,16 +90,17 @@ def test_the_dry_run_can_fail(crds: None, admin: Api, namespace: str):
     )
 
 
-def queued(name: str) -> MiniCluster:
-    """A MiniCluster waiting in a Kueue queue: its Job stays suspended, so
-    nothing but fluxhop writes to it (no queue exists here to admit it)."""
+def held(name: str) -> MiniCluster:
+    """A MiniCluster held by spec.suspend: its Job stays suspended, so
+    nothing but fluxhop writes to it (and no Kueue need be absent or
+    present: a queue label would ask fluxhop to check the queue)."""
     doc = minicluster_doc(
         name,
         size=2,
         interactive=True,
+        suspend=True,
         flux={"container": {"disable": True}},
         containers=[{"image": "host"}],
-        jobLabels={"kueue.x-k8s.io/queue-name": "nowhere"},
     )
     return MiniCluster.from_dict(doc)
 
@@ -117,14 +118,14 @@ def test_applying_twice_changes_nothing(cluster: LocalCluster, admin: Api, names
     kube = Kube.connect(str(cluster.admin_kubeconfig), namespace=namespace)
     try:
         ops = MiniClusters(kube)
-        ops.create(queued("twice"))
+        ops.create(held("twice"))
         job = f"/apis/batch/v1/namespaces/{namespace}/jobs/twice"
         eventually("the Job controller's Suspended condition", lambda: any(
             c["type"] == "Suspended" for c in admin.get(job).get("status", {}).get("conditions") or []))  # fmt: skip
         before = versions(admin, namespace)
         assert set(before) == {"ConfigMap/twice-flux-config", "Secret/twice-flux-curve",
                                "Service/twice", "NetworkPolicy/twice-flux-broker", "Job/twice"}  # fmt: skip
-        ops.create(queued("twice"))
+        ops.create(held("twice"))
         assert versions(admin, namespace) == before
         managers = {m["manager"] for m in admin.get(job)["metadata"]["managedFields"]}
         assert FIELD_MANAGER in managers

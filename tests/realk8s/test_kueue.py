@@ -20,6 +20,7 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.placing import flux_image_flags, placed_minicluster
 from tests.realk8s.queues import KUEUE, local_queue, topology_queue
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop
 
@@ -34,31 +35,26 @@ def queue(kueue: Running, admin: Api, namespace: str) -> Iterator[str]:
         yield name
 
 
-def flags(namespace: str, queue: str, *more: str) -> list[str]:
+def flags(cluster: LocalCluster, namespace: str, queue: str, *more: str) -> list[str]:
     return [
-        "--namespace",
-        namespace,
-        "--queue",
-        queue,
-        "--cpu",
-        "1",
-        "--flux-in-image",
-        "--image",
-        "host",
-        *more,
-    ]
+        "--namespace", namespace, "--queue", queue, "--cpu", "1",
+        *flux_image_flags(cluster), *more,
+    ]  # fmt: skip
 
 
 def test_a_minicluster_waits_for_quota_with_kueues_reason(cluster: LocalCluster, admin: Api, namespace: str,
                                                           queue: str, needs_flux):  # fmt: skip
     held = fluxhop(
-        cluster, "create", *flags(namespace, queue, "-N", "2", "--name", "first"), timeout=240
+        cluster,
+        "create",
+        *flags(cluster, namespace, queue, "-N", "2", "--name", "first"),
+        timeout=240,
     )
     assert held.returncode == 0, held.stderr
     argv = [
         str(FLUXHOP),
         "run",
-        *flags(namespace, queue, "-N", "2", "--name", "second", "--", "hostname"),
+        *flags(cluster, namespace, queue, "-N", "2", "--name", "second", "--", "hostname"),
     ]
     waiting = subprocess.Popen(argv, env=command_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
@@ -98,9 +94,9 @@ def test_resizing_an_admitted_job_is_what_kueue_restarts(cluster: LocalCluster, 
     kube = Kube.connect(str(cluster.admin_kubeconfig), namespace=namespace)
     try:
         ops = MiniClusters(kube)
-        doc = minicluster_doc("sized", size=1, maxSize=2, interactive=True, flux={"container": {"disable": True}},
+        doc = placed_minicluster(cluster, minicluster_doc("sized", size=1, maxSize=2, interactive=True, flux={"container": {"disable": True}},
                               jobLabels={"kueue.x-k8s.io/queue-name": queue},
-                              containers=[{"image": "host", "resources": {"requests": {"cpu": "1"}}}])  # fmt: skip
+                              containers=[{"image": "host", "resources": {"requests": {"cpu": "1"}}}]))  # fmt: skip
         root = ops.create(MiniCluster.from_dict(doc))
         job = f"/apis/batch/v1/namespaces/{namespace}/jobs/sized"
         eventually("admitted", lambda: admin.get(job)["spec"].get("suspend") is False, 120)
@@ -131,7 +127,7 @@ def test_a_higher_priority_preempts_and_run_says_so(cluster: LocalCluster, admin
                                                      queue: str, needs_flux):  # fmt: skip
     priority(admin, "fluxhop-test-low", 10)
     priority(admin, "fluxhop-test-high", 1000)
-    low = [str(FLUXHOP), "run", *flags(namespace, queue, "-N", "2", "--name", "low", "--priority-class",
+    low = [str(FLUXHOP), "run", *flags(cluster, namespace, queue, "-N", "2", "--name", "low", "--priority-class",
                                        "fluxhop-test-low", "--", "sh", "-c", "echo up; sleep 600")]  # fmt: skip
     first = subprocess.Popen(low, env=command_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)  # fmt: skip
@@ -140,7 +136,7 @@ def test_a_higher_priority_preempts_and_run_says_so(cluster: LocalCluster, admin
         while (line := first.stdout.readline()) and line != "up\n":
             pass
         assert line == "up\n"
-        high = fluxhop(cluster, "run", *flags(namespace, queue, "-N", "2", "--name", "high", "--priority-class",
+        high = fluxhop(cluster, "run", *flags(cluster, namespace, queue, "-N", "2", "--name", "high", "--priority-class",
                                               "fluxhop-test-high", "--", "hostname"), timeout=300)  # fmt: skip
         assert high.returncode == 0, high.stderr
         workloads = admin.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
@@ -162,7 +158,7 @@ def test_topology_aware_scheduling_takes_the_topology(cluster: LocalCluster, adm
     """A Topology over the kubelets' node labels (zone, then host name) and a
     flavor that names it: --topology required:ZONE puts every broker in one zone."""
     with topology_queue(admin, namespace, "near", {"cpu": "8"}):
-        done = fluxhop(cluster, "run", *flags(namespace, "near", "-N", "2", "--name", "near", "--keep",
+        done = fluxhop(cluster, "run", *flags(cluster, namespace, "near", "-N", "2", "--name", "near", "--keep",
                                               "--topology", "required:topology.kubernetes.io/zone",
                                               "--", "hostname"), timeout=300)  # fmt: skip
         assert done.returncode == 0, done.stderr

@@ -3,9 +3,10 @@
 under deploy/'s ClusterRole, real Flux in the pods: the tests of --queue
 (test_kueue.py), repeated with the resource.
 
-The queue's one flavor, ``spare``, is the test cluster's node-d and node-e:
-their zone label and the toleration of their taint. A broker lands there
-only if the operator gave its pods what Kueue's admission names."""
+The queue's one flavor, ``spare``, is the test cluster's real nodes (the
+Python kubelet's node-d and node-e where it has none): their label and the
+toleration of their taint. A broker lands there only if the operator gave
+its pods what Kueue's admission names."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import pytest
 
 from fluxhop.spec.kueue import REQUIRED_TOPOLOGY
 from tests.realk8s.api import Api
+from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import SPARE
 from tests.realk8s.controllers import Running
 from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.placing import ON_REAL_NODES, flux_image, placed_minicluster
 from tests.realk8s.queues import (
     QUEUE_LABEL,
     condition,
@@ -40,16 +43,32 @@ QUOTA = {"cpu": "2"}  # two brokers of one CPU each
 
 
 @pytest.fixture
-def queue(kueue: Running, admin: Api, namespace: str) -> Iterator[str]:
-    with local_queue(admin, namespace, "lq", QUOTA, flavor="spare", nodes=SPARE_NODES,
+def flavor(cluster: LocalCluster) -> tuple[dict[str, Any], set[str]]:
+    """The flavor's node labels and tolerations, and the nodes they name."""
+    if cluster.real_nodes:
+        return {"nodeLabels": ON_REAL_NODES["nodeSelector"],
+                "tolerations": ON_REAL_NODES["tolerations"]}, set(cluster.real_nodes)  # fmt: skip
+    return SPARE_NODES, {"node-d", "node-e"}
+
+
+@pytest.fixture
+def queue(kueue: Running, admin: Api, namespace: str,
+          flavor: tuple[dict[str, Any], set[str]]) -> Iterator[str]:  # fmt: skip
+    with local_queue(admin, namespace, "lq", QUOTA, flavor="spare", nodes=flavor[0],
                      preemption={"withinClusterQueue": "LowerPriority"}) as name:  # fmt: skip
         yield name
 
 
-def resource(name: str, queue: str, *, command: str | None = None,
+@pytest.fixture
+def image(cluster: LocalCluster) -> str:
+    """The brokers' image (Flux in it): where it runs is the flavor's to say."""
+    return flux_image(cluster)[0]
+
+
+def resource(name: str, queue: str, image: str, *, command: str | None = None,
              labels: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
     """Two brokers of one CPU; interactive unless given a command."""
-    container: dict[str, Any] = {"image": "host", "resources": {"requests": {"cpu": "1"}}}
+    container: dict[str, Any] = {"image": image, "resources": {"requests": {"cpu": "1"}}}
     spec: dict[str, Any] = {"size": 2, "flux": {"container": {"disable": True}},
                             "containers": [container]}  # fmt: skip
     if command is None:
@@ -73,24 +92,29 @@ def events(admin: Api, namespace: str, name: str) -> list[tuple[str, str, str]]:
 
 
 def test_a_queued_minicluster_waits_is_admitted_onto_its_flavor_and_finishes_its_workload(
-    admin: Api, namespace: str, queue: str, operator: Operator
+    admin: Api,
+    namespace: str,
+    queue: str,
+    operator: Operator,
+    image: str,
+    flavor: tuple[dict[str, Any], set[str]],
 ):
     path = MINICLUSTERS.format(namespace)
-    admin.create(path, resource("first", queue))
+    admin.create(path, resource("first", queue, image))
     first = until("first Ready", operator, lambda: condition(
         admin.get(f"{path}/first"), "Ready").get("status") == "True" and admin.get(f"{path}/first"),
         300)  # fmt: skip
     assert not first["spec"].get("suspend"), first["spec"]  # unset: Kueue admitted it at once
     assert condition(first, "Admitted")["status"] == "True", first["status"]
     placed = {p["spec"]["nodeName"] for p in pods(admin, namespace, "first")}
-    assert placed <= {"node-d", "node-e"} and placed, placed  # the flavor's nodes, tolerated
+    assert placed <= flavor[1] and placed, placed  # the flavor's nodes, tolerated
     (workload,) = workloads_of(admin, namespace, "first")
     assert [o["kind"] for o in workload["metadata"]["ownerReferences"]] == ["MiniCluster"]
     assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("brokers", 2)]
     job = admin.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/first")
     assert QUEUE_LABEL not in (job["metadata"].get("labels") or {})  # one Workload, not two
     # the second waits for the quota, held, with Kueue's reason
-    admin.create(path, resource("second", queue, command='printf "[%s]" "a b" c'))
+    admin.create(path, resource("second", queue, image, command='printf "[%s]" "a b" c'))
 
     def held() -> dict[str, Any] | None:
         cr = admin.get(f"{path}/second")
@@ -121,19 +145,19 @@ def test_a_queued_minicluster_waits_is_admitted_onto_its_flavor_and_finishes_its
 
 
 def test_a_higher_priority_preempts_it_and_it_comes_back(
-    admin: Api, namespace: str, queue: str, operator: Operator
+    admin: Api, namespace: str, queue: str, operator: Operator, image: str
 ):
     workload_priority(admin, "fluxhop-test-low", 10)
     workload_priority(admin, "fluxhop-test-high", 1000)
     path = MINICLUSTERS.format(namespace)
-    admin.create(path, resource("low", queue, labels={"kueue.x-k8s.io/priority-class":
+    admin.create(path, resource("low", queue, image, labels={"kueue.x-k8s.io/priority-class":
                                                       "fluxhop-test-low"}))  # fmt: skip
     until("low Ready", operator, lambda: condition(admin.get(f"{path}/low"), "Ready").get(
         "status") == "True", 300)  # fmt: skip
     (workload,) = workloads_of(admin, namespace, "low")
     assert (workload["spec"]["priority"], workload["spec"]["priorityClassRef"]["name"]) == (
         10, "fluxhop-test-low")  # fmt: skip
-    admin.create(path, resource("high", queue, command="true",
+    admin.create(path, resource("high", queue, image, command="true",
                                 labels={"kueue.x-k8s.io/priority-class": "fluxhop-test-high"}))  # fmt: skip
 
     def preempted() -> dict[str, Any] | None:
@@ -156,15 +180,16 @@ def test_a_higher_priority_preempts_it_and_it_comes_back(
 
 
 def test_topology_aware_scheduling_places_its_brokers_in_one_zone(
-    kueue: Running, admin: Api, namespace: str, operator: Operator
+    cluster: LocalCluster, kueue: Running, admin: Api, namespace: str, operator: Operator
 ):
     """The pods' podset-required-topology annotation becomes the Workload's
     topology request; admitted with a topology assignment, the operator gates
     the pods and names the Workload on them, and Kueue's TopologyUngater
     places each (its node selector) in the one zone it chose."""
     with topology_queue(admin, namespace, "near", {"cpu": "8"}):
-        doc = resource("near", "near", command="hostname")
+        doc = resource("near", "near", "host", command="hostname")
         doc["spec"]["pod"] = {"annotations": {REQUIRED_TOPOLOGY: "topology.kubernetes.io/zone"}}
+        doc = placed_minicluster(cluster, doc)  # the flavor names no nodes: the real ones
         admin.create(MINICLUSTERS.format(namespace), doc)
         path = f"{MINICLUSTERS.format(namespace)}/near"
         until("near Succeeded", operator, lambda: condition(

@@ -12,6 +12,7 @@ import pytest
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.test_operator import Operator, deployed, until  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -40,7 +41,7 @@ def test_another_controllers_minicluster_is_left_alone_and_its_manager_kept(
 ):
     path = MINICLUSTERS.format(namespace)
     admin.create(path, minicluster("theirs", managedBy=THEIRS))
-    admin.create(path, minicluster("ours"))
+    admin.create(path, placed_minicluster(cluster, minicluster("ours")))
     operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     try:
         # the operator has reconciled its own to the end: it has seen both
