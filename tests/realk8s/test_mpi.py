@@ -1,16 +1,19 @@
 """MPI across pods, the matrix of issue #26: Debian's MPICH and Open MPI,
 each bootstrapped by Flux's own PMI (no ``-o pmi=``: the simple PMI-1 wire
 protocol Flux offers by default; Open MPI reaches it through its ``flux``
-component), 4 pods x 2 ranks, with all four pods on one node and with one pod
-per node. fluxhop sets no transport variable (docs/guides/mpi.md says why);
-these runs prove that choice: the allreduce and the point-to-point exchanges
-between pods arrive intact and every rank leaves MPI_Finalize.
+component), 4 pods x 2 ranks, with all four pods on one node and across nodes. fluxhop
+sets no transport variable (docs/guides/mpi.md says why); these runs prove
+that choice: the allreduce and the point-to-point exchanges between pods
+arrive intact and every rank leaves MPI_Finalize.
 
-Every pod of this cluster shares the machine's kernel, as pods sharing a
-node do: both layouts exercise the case the issue worried about (shared
-memory and CMA between pods), the one-pod-per-node layout also what
-``--pods-per-node 1`` asks of the scheduler. Under Fluxion and under
-sched-simple, which place the 8 ranks on the 4 brokers alike.
+On the real nodes the pods run in containers of ``MPI_IMAGE`` (Flux, both
+MPIs' libraries and the program, built by tests/realk8s/images): on node-r0
+alone, and two on each real node (``--pods-per-node 2``). On the Python
+kubelet's nodes the host is their image: on node-a alone, and one on each of
+four nodes (``--pods-per-node 1``). Every pod of this cluster shares the
+machine's kernel, as pods sharing a node do: both layouts exercise the case
+the issue worried about (shared memory and CMA between pods). Under Fluxion
+and under sched-simple, which place the 8 ranks on the 4 brokers alike.
 """
 
 from __future__ import annotations
@@ -24,15 +27,32 @@ from tests.realflux.schedulers import Scheduler
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import SPARE
+from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.mpi import FLAVOURS, read
+from tests.realk8s.placing import REAL_FLAGS
 from tests.realk8s.tools import fluxhop, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 
-LAYOUTS = {
-    "one-node": ["--node-selector", "kubernetes.io/hostname=node-a"],
-    "pod-per-node": ["--pods-per-node", "1", "--toleration", f"{SPARE}=yes:NoSchedule"],
-}
+LAYOUTS = ("one-node", "across-nodes")
+
+
+def placed(cluster: LocalCluster, layout: str, flavour: str,
+           programs: dict[str, Path]) -> tuple[list[str], str, int]:  # fmt: skip
+    """fluxhop's flags for ``layout``, the program's path in the pods, and
+    how many nodes the 4 pods take."""
+    if cluster.real_nodes:
+        image = ["--flux-in-image", "--image", MPI_IMAGE, *REAL_FLAGS]
+        where = {"one-node": ["--node-selector", "kubernetes.io/hostname=node-r0"],
+                 "across-nodes": ["--pods-per-node", "2"]}  # fmt: skip
+        nodes = 1 if layout == "one-node" else len(cluster.real_nodes)
+        return [*image, *where[layout]], f"/usr/local/bin/matrix-{flavour}", nodes
+    image = ["--flux-in-image", "--image", "host"]
+    where = {"one-node": ["--node-selector", "kubernetes.io/hostname=node-a"],
+             "across-nodes": ["--pods-per-node", "1", "--toleration", f"{SPARE}=yes:NoSchedule"]}  # fmt: skip
+    return [*image, *where[layout]], str(programs[flavour]), 1 if layout == "one-node" else 4
+
+
 # Debian 12's MPICH 4.0.2 is built for UCX only (ch4:ucx); between pods UCX
 # has only TCP, and there MPI_Finalize can deadlock: a rank waits for a TCP
 # endpoint to close while the peer that must answer already blocks in the
@@ -57,15 +77,16 @@ def test_mpi_across_pods(
         pytest.skip(FLAVOURS[flavour].missing() or flavour)
     name = f"mpi-{flavour}"
     chosen = ["--sched-simple"] if scheduler.simple else []
+    flags, program, spread_over = placed(cluster, layout, flavour, mpi_programs)
     done = fluxhop(
-        cluster, "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
-        "--name", name, "--keep", "-N", "4", "-n", "8", "-t", MPICH_HANG_LIMIT, *LAYOUTS[layout],
-        *chosen, "--", str(mpi_programs[flavour]), timeout=300,
+        cluster, "run", "--namespace", namespace, *flags,
+        "--name", name, "--keep", "-N", "4", "-n", "8", "-t", MPICH_HANG_LIMIT,
+        *chosen, "--", program, timeout=300,
     )  # fmt: skip
     pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
     nodes = Counter(pod["spec"]["nodeName"] for pod in pods)
     assert sum(nodes.values()) == 4, nodes
-    assert len(nodes) == (1 if layout == "one-node" else 4), nodes
+    assert len(nodes) == spread_over, nodes
 
     result = read(output(done.stdout))
     context = f"{done.stdout}\n{done.stderr}"

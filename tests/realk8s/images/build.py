@@ -24,7 +24,13 @@ so that they resolve unchanged through the nodes' mirror configuration:
   ``ubuntu:jammy``): Debian 12 with what Flux needs at run time
   (``RUNTIME_PACKAGES``), since the view's Flux was built on Debian 12 and
   runs with its libraries. Stand-ins by name, not Ubuntu: what matters to a
-  MiniCluster is that Flux from the view runs in them.
+  MiniCluster is that Flux from the view runs in them;
+* ``metric-lammps:latest`` (``LAMMPS_IMAGE``, which the LAMMPS examples
+  name): that base with Debian's LAMMPS (built with Open MPI) and its
+  examples where the upstream image has them (``/opt/lammps/examples``);
+* ``MPI_IMAGE``: that one with the Flux of ``FLUX_IMAGE``, MPICH's runtime
+  beside Open MPI's, and the MPI matrix's program (tests/realk8s/mpi) built
+  here by each flavour's compiler wrapper (``/usr/local/bin/matrix-<flavour>``).
 """
 
 from __future__ import annotations
@@ -43,12 +49,16 @@ from tests.realflux import flux_prefix
 from tests.realk8s.binaries import bin_dir
 from tests.realk8s.images.oci import Blobs, Image, Layer, push, tree_entries
 from tests.realk8s.images.registry import Registry
+from tests.realk8s.mpi import FLAVOURS, SOURCE
+from tests.realk8s.mpi import build as build_program
 from tests.realk8s.ports import free_port
 
 __all__ = [
     "APPLICATION_IMAGES",
     "FLUX_IMAGE",
     "FLUX_VIEW_IMAGES",
+    "LAMMPS_IMAGE",
+    "MPI_IMAGE",
     "PAUSE_IMAGE",
     "RUNTIME_PACKAGES",
     "built_images",
@@ -72,6 +82,12 @@ APPLICATION_IMAGES = ("docker.io/library/ubuntu:noble", "docker.io/library/ubunt
 # An image with Flux installed (--flux-in-image): upstream's name for
 # flux-sched on Debian 12, here the base with the project's Flux on PATH.
 FLUX_IMAGE = "docker.io/fluxrm/flux-sched:bookworm"
+LAMMPS_IMAGE = "ghcr.io/converged-computing/metric-lammps:latest"
+# the tests' own, under a host the nodes mirror (node/config.py MIRRORED_HOSTS)
+MPI_IMAGE = "ghcr.io/fluxhop-test/mpi-matrix:bookworm"
+# On the base: LAMMPS (its lmp links Open MPI, which comes with it) and
+# its examples, and MPICH's library for the matrix's MPICH program
+APPS_PACKAGES = ["lammps", "lammps-examples", "libmpich12"]
 # What the Flux build (tests/realflux) links and runs on Debian 12: the
 # libraries of its programs and modules (ldd of every one, less the
 # essential ones), the Python modules and Lua its commands and rc scripts
@@ -111,8 +127,8 @@ def cache_root() -> Path:
 
 def _digest(prefix: Path | None) -> str:
     digest = hashlib.sha256(f"{SUITE}\n{prefix}\n".encode())
-    for name in ("build.py", "oci.py", "pause.c"):
-        digest.update((HERE / name).read_bytes())
+    for path in (HERE / "build.py", HERE / "oci.py", HERE / "pause.c", SOURCE):
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -133,16 +149,21 @@ def missing_images() -> str | None:
     return None
 
 
-def base_layer(blobs: Blobs, scratch: Path) -> Layer:
-    """Debian 12 (minbase) with RUNTIME_PACKAGES, from apt's configured sources."""
-    tar = scratch / "base.tar"
+def base_layer(
+    blobs: Blobs, scratch: Path, name: str = "base", more: tuple[str, ...] = (),
+    hooks: tuple[str, ...] = (),
+) -> Layer:  # fmt: skip
+    """Debian 12 (minbase) with RUNTIME_PACKAGES and ``more``, from apt's
+    configured sources; ``hooks`` are mmdebstrap customize hooks ($1: the root)."""
+    tar = scratch / f"{name}.tar"
     subprocess.run(
         [
             "mmdebstrap",
             "--quiet",
             "--variant=minbase",
             "--mode=root",
-            f"--include={','.join(RUNTIME_PACKAGES)}",
+            f"--include={','.join([*RUNTIME_PACKAGES, *more])}",
+            *[f"--customize-hook={hook}" for hook in hooks],
             "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
             SUITE,
             str(tar),
@@ -154,6 +175,24 @@ def base_layer(blobs: Blobs, scratch: Path) -> Layer:
         return blobs.layer_from_tar(tar)
     finally:
         tar.unlink()
+
+
+def apps_layer(blobs: Blobs, scratch: Path) -> Layer:
+    """The base with APPS_PACKAGES, LAMMPS's examples where metric-lammps has them."""
+    link = "mkdir -p $1/opt/lammps && ln -s /usr/share/lammps/examples $1/opt/lammps/examples"
+    return base_layer(blobs, scratch, "apps", tuple(APPS_PACKAGES), (link,))
+
+
+def programs_layer(blobs: Blobs, scratch: Path) -> Layer:
+    """The MPI matrix's program of each flavour whose wrapper is installed
+    here (python -m tests.build installs them): the base is Debian 12 as
+    this machine is, so what it links is in the apps layer."""
+    entries: list[tuple[str, Path | str | None]] = [("usr", None), ("usr/local", None),
+                                                    ("usr/local/bin", None)]  # fmt: skip
+    for name, flavour in FLAVOURS.items():
+        if flavour.missing() is None:
+            entries.append((f"usr/local/bin/matrix-{name}", build_program(flavour, scratch)))
+    return blobs.layer_from_entries(entries)
 
 
 def pause_layer(blobs: Blobs, scratch: Path) -> Layer:
@@ -198,6 +237,10 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
         flux = blobs.layer_from_entries(view_entries(prefix))
         pause = pause_layer(blobs, scratch)
         print(f"the Flux view and pause layers in {time.monotonic() - started:.0f} s", flush=True)
+        started = time.monotonic()
+        apps, programs = apps_layer(blobs, scratch), programs_layer(blobs, scratch)
+        print(f"the applications' layers (LAMMPS, MPI) in {time.monotonic() - started:.0f} s",
+              flush=True)  # fmt: skip
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         shell = {"Env": [f"PATH={path}"]}
         images = {
@@ -213,7 +256,10 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
             FLUX_IMAGE: Image.make(
                 blobs, [base, flux], {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}
             ),
-        }
+            LAMMPS_IMAGE: Image.make(blobs, [apps], {**shell, "Cmd": ["/bin/bash"]}),
+            MPI_IMAGE: Image.make(blobs, [apps, flux, programs],
+                                  {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}),
+        }  # fmt: skip
         storage = target / "registry"
         registry = Registry(
             registry_binary, storage, f"127.0.0.1:{free_port()}", scratch / "registry-run"
