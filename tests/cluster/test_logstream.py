@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from fluxhop.cluster.logstream import follow_log, stamp_key
+from fluxhop.cluster.logstream import (
+    MAX_BREAKS,
+    STATUS_EVERY,
+    STATUS_LAG,
+    follow_log,
+    stamp_key,
+)
 from fluxhop.errors import ClusterError, Unreachable
 
 
@@ -14,7 +20,8 @@ def stamped(n: int, text: str) -> str:
 
 
 class Kube:
-    """Hands out prepared streams, one per call to log()."""
+    """Hands out prepared streams, one per call to log(), and the container's
+    state, one per call to get() (the last one again when they run out)."""
 
     def __init__(self, *streams, running=(True,)):
         self.streams = list(streams)
@@ -32,8 +39,29 @@ class Kube:
             yield item
 
     def get(self, kind, name):
-        state = {"running": {}} if self.running.pop(0) else {"terminated": {"exitCode": 0}}
+        running = self.running.pop(0) if len(self.running) > 1 else self.running[0]
+        state = {"running": {}} if running else {"terminated": {"exitCode": 0}}
         return {"status": {"containerStatuses": [{"name": "c", "state": state}]}}
+
+
+class Time:
+    """A clock that moves only when slept on."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+
+def follow(kube: Kube, time: Time | None = None) -> list[str]:
+    time = time or Time()
+    return list(follow_log(kube, "p", "c", clock=time.clock, sleep=time.sleep))
 
 
 def test_a_broken_stream_is_followed_again_without_repeats():
@@ -41,22 +69,41 @@ def test_a_broken_stream_is_followed_again_without_repeats():
     kube = Kube(
         [lines[0], lines[1], Unreachable("lost the log stream")],
         [lines[0], lines[1], lines[2], lines[3]],  # asked again: from before the last line
+        [lines[2], lines[3]],  # the container has ended: read once more, not followed
         running=(False,),
     )
     seen = list(follow_log(kube, "p", "c", clock=iter(range(100)).__next__))
     assert seen == ["line 1\n", "line 2\n", "line 3\n", "line 4\n"]
     assert kube.calls[0]["since_seconds"] is None and kube.calls[0]["timestamps"]
     assert kube.calls[1]["since_seconds"] is not None
+    assert [call["follow"] for call in kube.calls] == [True, True, False]
 
 
 def test_a_stream_that_ends_early_is_followed_until_the_container_ends():
-    kube = Kube([stamped(1, "a")], [stamped(1, "a"), stamped(2, "b")], running=(True, False))
-    assert list(follow_log(kube, "p", "c")) == ["a\n", "b\n"]
+    kube = Kube(
+        [stamped(1, "a")],  # cut while the container runs on
+        [stamped(1, "a"), stamped(2, "b")],
+        [stamped(1, "a"), stamped(2, "b"), stamped(3, "c")],  # written after the second ended
+        running=(True,) * 41 + (False,),
+    )
+    time = Time()
+    assert follow(kube, time) == ["a\n", "b\n", "c\n"]
+    assert [call["follow"] for call in kube.calls] == [True, True, False]
+
+
+def test_a_container_whose_status_lags_its_end_is_not_followed_again():
+    """A real kubelet reports the end a moment after the log's stream ends:
+    the status is waited for, and the log read once more, not followed."""
+    kube = Kube([stamped(1, "a")], [stamped(1, "a")], running=(True, True, True, False))
+    time = Time()
+    assert follow(kube, time) == ["a\n"]
+    assert [call["follow"] for call in kube.calls] == [True, False]
+    assert time.slept == 3 * STATUS_EVERY
 
 
 def test_a_kubelet_that_cannot_be_reached_ends_the_stream_not_the_run():
     kube = Kube([stamped(1, "a"), Unreachable("x")], ClusterError("get pods/p failed: 500"))
-    assert list(follow_log(kube, "p", "c")) == ["a\n"]
+    assert follow(kube) == ["a\n"]
 
 
 def test_the_first_refusal_is_the_callers():
@@ -74,13 +121,17 @@ def test_lines_that_share_a_stamp_are_neither_lost_nor_repeated():
     kube = Kube(
         [f"{same} a\n", Unreachable("lost")],
         [f"{same} a\n", f"{same} b\n", stamped(30, "c")],
+        [stamped(30, "c")],
         running=(False,),
     )
-    assert list(follow_log(kube, "p", "c")) == ["a\n", "b\n", "c\n"]
+    assert follow(kube) == ["a\n", "b\n", "c\n"]
 
 
 def test_a_log_that_keeps_ending_early_is_an_error_not_a_silent_end():
     streams = [[stamped(1, "a")]] + [[stamped(1, "a")]] * 20
-    kube = Kube(*streams, running=(True,) * 21)
+    kube = Kube(*streams, running=(True,))
+    time = Time()
     with pytest.raises(Unreachable, match="gave up following it"):
-        list(follow_log(kube, "p", "c"))
+        follow(kube, time)
+    assert len(kube.calls) == MAX_BREAKS + 1  # each after the status had its time
+    assert time.slept >= (MAX_BREAKS + 1) * STATUS_LAG

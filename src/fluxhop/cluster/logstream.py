@@ -10,6 +10,13 @@ the log is asked for again from a little before the last line passed on
 one are skipped. A stream that ends while the container still runs is
 followed again too; one whose kubelet cannot be reached any more ends here
 (the caller then watches the pod for how it ended).
+
+A stream also ends when the container's process does, and a real kubelet
+says so in the pod's status a moment later (its pod lifecycle relist runs
+each second, later on a loaded node): so after a stream ends, the pod's
+status is given ``STATUS_LAG`` seconds to say the container ended before
+the log is followed again. Once it has ended, the log is read once more
+without following, for what a broken stream may have missed before the end.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ SLACK = 5
 # How many broken streams in a row are followed again; each retry first waits
 # (within the request timeout) for the API server to answer again.
 MAX_BREAKS = 10
+# How long a container's status may still say running after its log ended,
+# and how often it is read meanwhile
+STATUS_LAG = 10.0
+STATUS_EVERY = 0.25
 
 
 def stamp_key(stamp: str) -> tuple[str, str]:
@@ -45,19 +56,38 @@ def _running(pod: dict[str, Any] | None, container: str) -> bool:
     return False
 
 
+def _ended(
+    kube: Kube, pod: str, container: str, clock: Callable[[], float], sleep: Callable[[float], None]
+) -> bool:
+    """Whether the container's status says it no longer runs, within STATUS_LAG."""
+    deadline = clock() + STATUS_LAG
+    while _running(kube.get("Pod", pod), container):
+        if clock() >= deadline:
+            return False
+        sleep(STATUS_EVERY)
+    return True
+
+
 def follow_log(
-    kube: Kube, pod: str, container: str, *, clock: Callable[[], float] = time.monotonic
+    kube: Kube,
+    pod: str,
+    container: str,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
     """The lines of ``container``'s log as they come, until it ends."""
     last: tuple[str, str] | None = None
     at_last = 0  # lines passed on that carry the stamp ``last`` (a stamp is not unique)
     last_at = 0.0
     breaks = 0
+    final = False  # the container has ended: one more read, not followed
     while True:
         since = None if last is None else int(clock() - last_at) + SLACK
         seen_at_last = 0
         try:
-            for line in kube.log(pod, container, follow=True, timestamps=True, since_seconds=since):
+            lines = kube.log(pod, container, follow=not final, timestamps=True, since_seconds=since)
+            for line in lines:
                 stamp, _, text = line.partition(" ")
                 key = stamp_key(stamp)
                 if last is not None and key < last:
@@ -78,11 +108,14 @@ def follow_log(
                 raise
             continue
         except FluxhopError:
-            if breaks == 0:
+            if breaks == 0 and not final:
                 raise
             return  # the API server is back but not the kubelet (its node is gone)
-        if not _running(kube.get("Pod", pod), container):
+        if final:
             return
+        if _ended(kube, pod, container, clock, sleep):
+            final = True
+            continue
         breaks += 1  # ended early (an API server that shut down): follow again
         if breaks > MAX_BREAKS:
             raise Unreachable(
