@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from tests.conformance import CONFORMANCE
-from tests.realk8s.api import Api
+from tests.realk8s.api import Api, ApiError
 from tests.realk8s.tools import eventually
 
 MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
@@ -140,10 +140,28 @@ def run(
         if flux_operator
         else "Succeeded or Failed"
     )
-    ended = eventually(f"{name}: {how}",
-                       lambda: finished(api, namespace, name, flux_operator=flux_operator), timeout,
-                       every=0.5)  # fmt: skip
+    try:
+        ended = eventually(f"{name}: {how}",
+                           lambda: finished(api, namespace, name, flux_operator=flux_operator),
+                           timeout, every=0.5)  # fmt: skip
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{_states(api, namespace, name)}") from None
     return outcome(api, namespace, name, ended, flux_operator=flux_operator)
+
+
+def _states(api: Api, namespace: str, name: str) -> str:
+    """Where each pod of MiniCluster ``name`` is, and rank 0's log's tail."""
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")
+    lines = []
+    for pod in pods["items"]:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        states = {s["name"]: list(s.get("state") or {}) for s in statuses}
+        lines.append(f"{pod['metadata']['name']}: {pod['status'].get('phase')} {states}")
+    try:
+        tail = log_of(api, namespace, rank0(api, namespace, name)).splitlines()[-30:]
+    except ApiError as error:
+        tail = [f"(no log: {error})"]
+    return "\n".join([*lines, "rank 0's log:", *tail])
 
 
 def outcome(api: Api, namespace: str, name: str, ended: str, *, flux_operator: bool) -> Outcome:
