@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fluxhop.cluster.api import Kube
-from fluxhop.errors import FluxhopWarning, Forbidden, NotInstalled
+from fluxhop.errors import FluxhopWarning, Forbidden, NotInstalled, shown
 from fluxhop.rabbit.errors import RabbitError
 from fluxhop.rabbit.storage import (
     MOUNT_ROOT,
@@ -37,6 +38,9 @@ from fluxhop.rabbit.workflow import Workflow
 __all__ = ["PRE_RUN_TIMEOUT", "NnfView", "read_nnf"]
 
 PRE_RUN_TIMEOUT = 300  # NnfContainerProfile data.preRunTimeoutSeconds' default
+# Past this a limit is none (100 years; the field is an int64 that a
+# timer of this platform cannot hold)
+LONGEST_TIMEOUT = 100 * 365 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def _timeout(profile: dict[str, Any] | None, name: str = "") -> float | None:
             f"NnfContainerProfile {name} data.preRunTimeoutSeconds {value!r} is not a whole "
             "number of seconds, 0 or more"
         )
-    return None if value == 0 else float(value)  # 0: NNF's "no limit"
+    return None if value == 0 or value > LONGEST_TIMEOUT else float(value)  # 0: NNF's "no limit"
 
 
 def _profile_problem(
@@ -128,7 +132,12 @@ def read_nnf(kube: Kube, flow: Workflow, uid: int, gid: int, root: str = MOUNT_R
                 f"no NnfContainerProfile {name} for {flow.directive(index)}: NNF pins the "
                 "directive's profile at Proposal (is NNF serving this Workflow?)"
             )
-        profile = dict(found.get("data") or {})
+        data = found.get("data") or {}
+        if not isinstance(data, Mapping):
+            raise RabbitError(
+                f"NnfContainerProfile {name} data must be a mapping, not {shown(data)}"
+            )
+        profile = dict(data)
         problem = _profile_problem(flow, uid, gid, profile, name)
         if problem:
             raise RabbitError(problem)

@@ -110,7 +110,10 @@ def from_container_data(
     ``container_index``), each checked; every file system the directive
     names must be there."""
     where = f"NnfContainerData {flow.name}-{container_index}"
-    volumes = (obj.get("data") or {}).get("volumes")
+    data = obj.get("data") or {}
+    if not isinstance(data, Mapping):
+        raise RabbitError(f"{where} data must be a mapping, not {shown(data)}")
+    volumes = data.get("volumes")
     if not isinstance(volumes, list):
         raise RabbitError(f"{where} has no data.volumes list; NNF writes it at PreRun")
     found: list[RabbitVolume] = []

@@ -81,6 +81,10 @@ class Workflow:
                     f"the Workflow's metadata.{key} must be a string, not {shown(value)}"
                 )
         spec = obj.get("spec") or {}
+        if not isinstance(spec, Mapping):
+            raise RabbitError(
+                f"Workflow {metadata['name']} spec must be a mapping, not {shown(spec)}"
+            )
         directives = spec.get("dwDirectives") or []
         if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
             raise RabbitError("Workflow spec.dwDirectives must be a list of #DW strings")
@@ -92,7 +96,12 @@ class Workflow:
                     f"Workflow {metadata['name']} spec.{key} must be a number, not {shown(value)}"
                 )
             ids[key] = value
-        status_env = (obj.get("status") or {}).get("env") or {}
+        status = obj.get("status") or {}
+        if not isinstance(status, Mapping):
+            raise RabbitError(
+                f"Workflow {metadata['name']} status must be a mapping, not {shown(status)}"
+            )
+        status_env = status.get("env") or {}
         if not isinstance(status_env, Mapping):
             raise RabbitError(f"Workflow {metadata['name']} status.env must be a map")
         ports = []
