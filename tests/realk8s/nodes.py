@@ -165,7 +165,11 @@ class Nodes:
         self._kubelet(index, self.node_specs[index])
 
     def remove_pods_of(self, node: str) -> None:
-        """End what a stopped kubelet's pods left running (their namespaces)."""
+        """End what a stopped kubelet's pods left running (their namespaces;
+        on a real node, the processes of its pods' cgroups)."""
+        if node in self.real_nodes:
+            self.real_nodes[node].kill_pods()
+            return
         index = next(i for i, spec in enumerate(self.node_specs) if spec.name == node)
         delete_everything(f"{NETNS_PREFIX}{self.first_node + index}-")
 

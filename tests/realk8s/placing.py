@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from tests.realk8s.cluster import LocalCluster
 
 __all__ = [
-    "ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image", "flux_image_flags",
-    "placed_minicluster",
+    "LOST_NODE", "ON_LOST_NODE", "ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image",
+    "flux_image_flags", "placed_minicluster",
 ]  # fmt: skip
 
 # Only pods that tolerate the real nodes' taint land there, while the rest
@@ -39,6 +39,13 @@ ON_REAL_NODES: dict[str, Any] = {
     "tolerations": [{"key": REAL, "operator": "Exists", "effect": "NoSchedule"}],
 }
 REAL_FLAGS = ["--node-selector", f"{REAL}=yes", "--toleration", f"{REAL}:NoSchedule"]
+# The real node the lost-node tests lose (its kubelet and pods killed, its
+# Node deleted) and bring back: they alone put pods there then
+LOST_NODE = "node-r1"
+ON_LOST_NODE: dict[str, Any] = {
+    "nodeSelector": {REAL: "yes", "kubernetes.io/hostname": LOST_NODE},
+    "tolerations": ON_REAL_NODES["tolerations"],
+}
 
 
 def flux_image(cluster: LocalCluster) -> tuple[str, dict[str, Any]]:

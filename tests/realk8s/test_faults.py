@@ -17,7 +17,7 @@ import pytest
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
-from tests.realk8s.placing import flux_image_flags
+from tests.realk8s.placing import LOST_NODE, flux_image_flags
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, kubectl, output
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -86,58 +86,66 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
     assert lines == ["before", "before", "after", "after"], stdout  # each rank's line, once
 
 
+def lost_node(cluster: LocalCluster) -> tuple[str, list[str]]:
+    """The node a test loses and the flags that put a MiniCluster there: a
+    real node when the cluster has them (its kubelet and pods killed, then
+    started again), else the Python kubelet's node-c."""
+    if cluster.real_nodes:
+        flags = ["--node-selector", f"kubernetes.io/hostname={LOST_NODE}"]
+        return LOST_NODE, [*flux_image_flags(cluster), *flags]
+    flags = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
+    return "node-c", ["--flux-in-image", "--image", "host", *flags]
+
+
+def bring_back(cluster: LocalCluster, admin: Api, node: str) -> None:
+    """A lost real node's kubelet started again: the Node registers anew
+    (the Python kubelet's node-c stays gone until a test needs it)."""
+    if node in cluster.real_nodes:
+        cluster.start_kubelet(node)
+        eventually(f"{node} Ready", lambda: node in cluster.ready_nodes(admin), 120)
+
+
 def test_a_node_that_stops_answering(cluster: LocalCluster, admin: Api, namespace: str):
-    """node-c's kubelet dies with both brokers on it. The node lifecycle
+    """The node's kubelet dies with both brokers on it. The node lifecycle
     controller marks the node NotReady, the taint manager evicts its pods,
     but they stay Terminating - no kubelet confirms their end - so the Job
     cannot replace them: run says so, list says Disrupted, and a deleted
     Node (the pod garbage collector then removes its pods) ends it."""
-    placement = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
+    node, placement = lost_node(cluster)
     script = "echo started; sleep 600"
-    run = start_run(
-        cluster,
-        namespace,
-        "-N",
-        "2",
-        "--name",
-        "lost",
-        *placement,
-        "--",
-        "sh",
-        "-c",
-        script,
-        image=["--flux-in-image", "--image", "host"],
-    )  # the Python kubelet's node-c
+    run = start_run(cluster, namespace, "-N", "2", "--name", "lost", "--", "sh", "-c", script,
+                    image=placement)  # fmt: skip
     try:
         assert run.stdout is not None
         while (line := run.stdout.readline()) and line != "started\n":
-            pass  # run streams rank 0 now: both brokers are up, on node-c
+            pass  # run streams rank 0 now: both brokers are up, on the node
         assert line == "started\n", run.communicate(timeout=60)
         nodes = {
             p["spec"]["nodeName"]
             for p in admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         }
-        assert nodes == {"node-c"}
-        cluster.stop_kubelet("node-c")
+        assert nodes == {node}
+        cluster.stop_kubelet(node)
         listed = eventually("list says Disrupted", lambda: (
             out := fluxhop(cluster, "list", "--namespace", namespace).stdout) and "Disrupted" in out and out,
             120)  # fmt: skip
         assert re.search(r"^lost\s+job\s+2\s+Disrupted\s", listed, re.M), listed
         run.send_signal(signal.SIGINT)
         _, stderr = run.communicate(timeout=120)
-        assert "rank 0's pod lost-0-" in stderr and "its node node-c stopped answering" in stderr, (
-            stderr
-        )
-        assert "kubectl delete node node-c" in stderr
+        assert (
+            "rank 0's pod lost-0-" in stderr and f"its node {node} stopped answering" in stderr
+        ), stderr
+        assert f"kubectl delete node {node}" in stderr
         assert run.returncode == 130, stderr
     finally:
         if run.poll() is None:
             run.kill()
             run.communicate()
-        admin.delete("/api/v1/nodes/node-c")  # as the message advises
+        admin.delete(f"/api/v1/nodes/{node}")  # as the message advises
         eventually(
             "the pods collected",
             lambda: not admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"],
             120,
         )
-        cluster.remove_pods_of("node-c")
+        cluster.remove_pods_of(node)
+        bring_back(cluster, admin, node)

@@ -11,6 +11,7 @@ from the last checkpoint."""
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from tests.conformance import REPO
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import FAULT
-from tests.realk8s.placing import flux_image_flags, placed_minicluster
+from tests.realk8s.placing import LOST_NODE, ON_LOST_NODE, flux_image_flags, placed_minicluster
 from tests.realk8s.replacing import running_pod
 from tests.realk8s.tools import InNamespace, eventually, fluxhop, kubectl, scratch_namespace
 
@@ -53,9 +54,9 @@ spec:
   leadState: {{size: 1Gi}}
 """
 ON_NODE_C = f"""\
-  pod:
-    nodeSelector: {{{FAULT}: "yes"}}
-    tolerations: [{{key: {FAULT}, operator: Equal, value: "yes", effect: NoSchedule}}]
+pod:
+  nodeSelector: {{{FAULT}: "yes"}}
+  tolerations: [{{key: {FAULT}, operator: Equal, value: "yes", effect: NoSchedule}}]
 """
 FIELDS = "{id}|{state}|{result}|{exception.type}|{exception.note}"
 # the Job controller's, on each pod of a Job with backoffLimitPerIndex
@@ -248,30 +249,43 @@ def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
     assert lasting.flux("getattr", "broker.pid").strip() != pid
 
 
+def on_the_lost_node(cluster: LocalCluster, document: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The node the lost-node test loses, and ``document`` placed there: a
+    real node when the cluster has them, else the Python kubelet's node-c."""
+    if cluster.real_nodes:
+        placed = placed_minicluster(cluster, document)
+        placed["spec"]["pod"].update(copy.deepcopy(ON_LOST_NODE))
+        return LOST_NODE, placed
+    document["spec"]["pod"] = yaml.safe_load(ON_NODE_C)["pod"]
+    return "node-c", document
+
+
 def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, tmp_path: Path):
-    """Both brokers on node-c; its kubelet stops and its processes go (the
+    """Both brokers on one node; its kubelet stops and its processes go (the
     node died), and the Node is deleted, as fluxhop run says to do for a node
     that stopped answering: the pod garbage collector ends the pods and the
-    Job makes them again; once node-c is back, the new rank 0 restarts the
+    Job makes them again; once the node is back, the new rank 0 restarts the
     instance from the last checkpoint (the test makes one, where Flux makes
     one every second) and the running job ends with Flux's own exception."""
     lost = replace(lasting, name=LOST)
-    if "node-c" not in lasting.cluster.ready_nodes(lasting.admin):
-        lasting.cluster.start_kubelet("node-c")  # a test before may have left it deleted
-        eventually("node-c Ready", lambda: "node-c" in lasting.cluster.ready_nodes(lasting.admin),
+    node, placed = on_the_lost_node(lasting.cluster, yaml.safe_load(
+        DOCUMENT.replace(f"name: {NAME}", f"name: {LOST}")))  # fmt: skip
+    if node not in lasting.cluster.ready_nodes(lasting.admin):
+        lasting.cluster.start_kubelet(node)  # a test before may have left it deleted
+        eventually(f"{node} Ready", lambda: node in lasting.cluster.ready_nodes(lasting.admin),
                    timeout=60)  # fmt: skip
     document = tmp_path / "lost.yaml"
-    document.write_text(DOCUMENT.replace(f"name: {NAME}", f"name: {LOST}") + ON_NODE_C)
+    document.write_text(yaml.safe_dump(placed))
     done = lost.fluxhop("create", "-f", str(document), timeout=240)
     assert done.returncode == 0, done.stderr
     eventually("both brokers online", lambda: lost.online(LOST) == 2, timeout=120)
     running, pending = queue(lost)
     lost.flux("kvs", "sync")
     lead = lost.pod(0)
-    assert lead is not None and lead["spec"]["nodeName"] == "node-c"
-    lasting.cluster.stop_kubelet("node-c")
-    lasting.cluster.remove_pods_of("node-c")
-    lasting.admin.delete("/api/v1/nodes/node-c")
+    assert lead is not None and lead["spec"]["nodeName"] == node
+    lasting.cluster.stop_kubelet(node)
+    lasting.cluster.remove_pods_of(node)
+    lasting.admin.delete(f"/api/v1/nodes/{node}")
     old = {pod["metadata"]["uid"] for pod in (lead, lost.pod(1)) if pod is not None}
 
     def collected() -> bool:
@@ -279,7 +293,7 @@ def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, 
         return not old & {pod["metadata"]["uid"] for pod in pods}
 
     eventually("the pod garbage collector ended the lost pods", collected, timeout=180)
-    lasting.cluster.start_kubelet("node-c")  # the node back (or a new one of its kind)
+    lasting.cluster.start_kubelet(node)  # the node back (or a new one of its kind)
 
     eventually("a new rank 0 running", lambda: lost.replaced(lead), timeout=180)
     result, kind, note = recovered(lost, running, pending, set())

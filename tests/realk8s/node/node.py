@@ -256,6 +256,11 @@ class RealNode:
         self.processes.pop("kubelet").kill()
         self._kubelet()
 
+    def kill_pods(self) -> None:
+        """Every process of the node's pods killed (the node died under them);
+        containerd sees its tasks end, the kubelet cleans up when it is back."""
+        kill_cgroup(self.cgroup)
+
     def alive(self) -> list[Process]:
         return list(self.processes.values())
 
