@@ -33,7 +33,7 @@ from tests.cluster.standin import (
 )
 from tests.conformance import CONFORMANCE
 from tests.realflux import flux_prefix, missing_flux
-from tests.render.fluxmetrics import EXPORTER
+from tests.render.fluxmetrics import EXPORTER_FILES
 
 real_flux = pytest.mark.skipif(missing_flux() is not None, reason=missing_flux() or "")
 
@@ -422,7 +422,8 @@ def test_status_shows_the_metrics_of_the_config_dirs_metrics_py(real, capfd, ops
     by rank 0's flux in the status' one exec: its numbers under "metrics"."""
     config_dir = tmp_path / "config"
     config_dir.mkdir()
-    shutil.copy(EXPORTER, config_dir / "metrics.py")
+    for path in EXPORTER_FILES:  # metrics.py and the files it imports, as the ConfigMap has them
+        shutil.copy(path, config_dir / path.name)
     root = ops.require("demo")
     annotations = {CONFIG_DIR: str(config_dir)}
     ops.kube.merge_patch(root.obj["kind"], "demo", {"metadata": {"annotations": annotations}})

@@ -28,9 +28,12 @@ from tests.conformance import REPO
 from tests.processes import default_signals
 from tests.realflux import flux_prefix
 
-__all__ = ["EXPORTER", "Instance", "flatten", "from_commands", "parse", "wait_until"]
+__all__ = [
+    "EXPORTER", "EXPORTER_FILES", "Instance", "flatten", "from_commands", "parse", "wait_until",
+]  # fmt: skip
 
 EXPORTER = REPO / "src" / "fluxhop" / "render" / "templates" / "metrics.py"
+EXPORTER_FILES = sorted(EXPORTER.parent.glob("metrics*.py"))  # metrics.py and what it imports
 STATES = ("depend", "priority", "sched", "run", "cleanup", "inactive")
 QUEUES = ("batch", "debug")
 CONFIG = """
@@ -57,13 +60,14 @@ feasibility = "sched-simple"
 
 
 def constant(name: str) -> Any:
-    """A module-level constant of the exporter (it imports flux, which the
-    test's Python has not: read from its source)."""
-    for node in ast.parse(EXPORTER.read_text()).body:
-        if isinstance(node, ast.Assign) and [
-            t.id for t in node.targets if isinstance(t, ast.Name)
-        ] == [name]:
-            return ast.literal_eval(node.value)
+    """A module-level constant of the exporter's files (they import flux,
+    which the test's Python has not: read from their source)."""
+    for path in EXPORTER_FILES:
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and [
+                t.id for t in node.targets if isinstance(t, ast.Name)
+            ] == [name]:
+                return ast.literal_eval(node.value)
     raise KeyError(name)
 
 

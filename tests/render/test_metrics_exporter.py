@@ -24,6 +24,7 @@ from tests.realflux import missing_flux
 from tests.realflux.schedulers import Scheduler
 from tests.render.fluxmetrics import (
     EXPORTER,
+    EXPORTER_FILES,
     Instance,
     constant,
     flatten,
@@ -46,16 +47,19 @@ def flux(scheduler: Scheduler) -> Iterator[Instance]:
 
 
 def test_the_exporter_is_python_36_and_standalone():
-    source = EXPORTER.read_text()
-    tree = ast.parse(source, feature_version=(3, 6))  # no walrus, no 3.7+ syntax
-    imported = {
-        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    assert imported <= set(sys.stdlib_module_names) | {"flux"}, imported
-    assert "__future__" not in imported
+    """Its files use Python 3.6's syntax and import the standard library,
+    Flux's bindings and each other only."""
+    siblings = {path.stem for path in EXPORTER_FILES}
+    for path in EXPORTER_FILES:
+        tree = ast.parse(path.read_text(), feature_version=(3, 6))  # no walrus, no 3.7+ syntax
+        imported = {
+            (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        assert imported <= set(sys.stdlib_module_names) | {"flux"} | siblings, (path, imported)
+        assert "__future__" not in imported
 
 
 @pytest.mark.flux
@@ -356,8 +360,8 @@ def test_label_values_are_escaped():
 
 
 PRINT_EMPTY = """
-import json, metrics
-states = dict.fromkeys(metrics.JOB_STATES, 1)
+import json, metrics_flux, metrics_text as metrics
+states = dict.fromkeys(metrics_flux.JOB_STATES, 1)
 numbers = {metrics.SOURCES.get(key, key): ({} if labels else 0) for key, _, labels in metrics.FAMILIES}
 numbers["queue_jobs"] = {'odd "q"\\\\ \\n': states, "batch": states}
 numbers["jobs"] = states

@@ -61,10 +61,13 @@ def test_the_operator_serves_them_unless_the_resource_says_no():
 
 
 def test_every_config_map_carries_the_program_status_runs():
+    """All its files, side by side: metrics.py imports the others."""
     for spec in (spec_of(), spec_of(True)):
-        assert by_kind(render(spec, cert=CERT))["ConfigMap"]["data"]["metrics.py"] == (
-            metrics_program()
-        )
+        data = by_kind(render(spec, cert=CERT))["ConfigMap"]["data"]
+        assert {name: data[name] for name in metrics_program()} == metrics_program()
+        assert set(metrics_program()) == {
+            "metrics.py", "metrics_flux.py", "metrics_text.py", "metrics_changes.py",
+        }  # fmt: skip
 
 
 def ingress(spec: MiniCluster) -> list[dict]:

@@ -20,6 +20,7 @@ from fluxhop.flux.broker import CORES_AS_SLOTS, BrokerConfig
 from fluxhop.flux.curve import CurveCert
 from fluxhop.flux.resources import ResourceSet
 from fluxhop.render.scripts import (
+    METRICS_FILES,
     EntrypointParams,
     HealthParams,
     PodPaths,
@@ -295,7 +296,7 @@ def build_bundle(
         "ready.sh": ready_script(spec.name, root),
         "broker.toml": broker.to_toml(),
         "hostlist": hosts + "\n",
-        "metrics.py": metrics_program(),  # always: fluxhop status runs it too
+        **metrics_program(),  # always: fluxhop status runs it too
         "node-env.lua": node_env_rc(spec.name, root),
     }
     where = {
@@ -304,7 +305,7 @@ def build_bundle(
         "ready.sh": "ready.sh",
         "broker.toml": paths.relative("broker.toml", "broker/broker.toml"),
         "hostlist": "hostlist",
-        "metrics.py": "metrics.py",
+        **{name: name for name in METRICS_FILES},
         "node-env.lua": paths.relative("node-env.lua", "shell/node-env.lua"),
     }
     if not flux.container.disable:

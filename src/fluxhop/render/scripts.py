@@ -16,6 +16,7 @@ from pathlib import Path
 from fluxhop.version import __version__
 
 __all__ = [
+    "METRICS_FILES",
     "EntrypointParams",
     "HealthParams",
     "PodPaths",
@@ -33,6 +34,8 @@ __all__ = [
 CONFIG_DIR = "/etc/fluxhop/config"
 CURVE_DIR = "/etc/fluxhop/curve"
 MAX_WORKER_RESTARTS = 5
+# the exporter's files (templates/metrics*.py): metrics.py imports the others
+METRICS_FILES = ("metrics.py", "metrics_flux.py", "metrics_text.py", "metrics_changes.py")
 
 
 @dataclass(frozen=True)
@@ -164,10 +167,11 @@ def init_script(name: str, flux_root: str) -> str:
     return _rooted("Flux view init", "init.sh", name, flux_root)
 
 
-def metrics_program() -> str:
-    """The exporter rank 0 runs inside the instance (``flux python``), as is:
-    it needs no settings but its port, which it takes as an argument."""
-    return _template("metrics.py")
+def metrics_program() -> dict[str, str]:
+    """The exporter rank 0 runs inside the instance (``flux python
+    metrics.py``), as is: its files by name, which sit side by side in the
+    pod; it needs no settings but its port, which it takes as an argument."""
+    return {name: _template(name) for name in METRICS_FILES}
 
 
 def connect_script(name: str, flux_root: str) -> str:
