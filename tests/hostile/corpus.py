@@ -193,6 +193,7 @@ FIELDS: dict[str, list[tuple[Any, str]]] = {
         ({**X, "command": "-x"}, "program"),
         ({**X, "command": "a 'b"}, "command"),
         ({**X, "command": [1, 2]}, "command"),
+        ({**X, "command": "echo " + "x" * 200_000}, "MAX_ARG_STRLEN"),  # E2BIG in the pod
         ({**X, "securityContext": {"runAsUser": -5}}, "runAsUser"),
         ({**X, "securityContext": {"privileged": "yes"}}, "privileged"),
         ({**X, "securityContext": {"capabilities": {"add": "NET_ADMIN"}}}, "capabilities"),

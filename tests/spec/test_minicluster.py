@@ -252,6 +252,26 @@ def test_command_must_start_with_a_program():
 
 
 @pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["echo", "x" * 131_071], None),  # the longest word Linux execs
+        (["echo", "x" * 131_072], r"word 1 is 131072 bytes; .* \(MAX_ARG_STRLEN\)"),
+        (["echo", "é" * 65_536], r"word 1 is 131072 bytes"),  # bytes, not characters
+        (["echo", *["y" * 100_000] * 21], r"its words are 2100026 bytes together; .* \(ARG_MAX\)"),
+    ],
+)
+def test_a_command_linux_cannot_exec_is_refused(words, message):
+    """E2BIG in the pod otherwise: the run would fail only once it started."""
+    doc = minimal()
+    doc["spec"]["containers"][0]["command"] = words
+    if message is None:
+        assert MiniCluster.from_dict(doc).spec.containers[0].command == words
+        return
+    with pytest.raises(SpecError, match=f"spec.containers\\[0\\].command: {message}"):
+        MiniCluster.from_dict(doc)
+
+
+@pytest.mark.parametrize(
     "text, message",
     [
         ("spec: [", "not valid YAML"),

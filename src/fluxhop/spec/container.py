@@ -225,6 +225,13 @@ class SecurityContext(Model):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+# Linux's limits on what execve takes: one argument (MAX_ARG_STRLEN, 32
+# pages, with its NUL) and all of them with the environment (ARG_MAX, a
+# quarter of the default 8 MiB stack)
+MAX_WORD_BYTES = 32 * 4096
+MAX_COMMAND_BYTES = 2 * 1024 * 1024
+
+
 class Container(Model):
     image: ImageRef = DEFAULT_APP_IMAGE
     name: DnsLabel | None = None
@@ -271,6 +278,25 @@ class Container(Model):
     def _program_first(cls, value: list[str] | None) -> list[str] | None:
         if value and value[0].startswith("-"):
             raise ValueError(f"must start with a program name, not the option {value[0]!r}")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _runnable(cls, value: list[str] | None) -> list[str] | None:
+        """Words Linux can exec: one of more than MAX_ARG_STRLEN bytes, or
+        all of them past ARG_MAX, fails execve with E2BIG in the pod."""
+        sizes = [len(word.encode()) + 1 for word in value or []]  # each with its NUL
+        for n, size in enumerate(sizes):
+            if size > MAX_WORD_BYTES:
+                raise ValueError(
+                    f"word {n} is {size - 1} bytes; Linux runs no command with a word of more "
+                    f"than {MAX_WORD_BYTES - 1} (MAX_ARG_STRLEN): pass the data in a file or volume"
+                )
+        if sum(sizes) > MAX_COMMAND_BYTES:
+            raise ValueError(
+                f"its words are {sum(sizes)} bytes together; Linux runs no command of more than "
+                f"{MAX_COMMAND_BYTES} with its environment (ARG_MAX): pass the data in a file or volume"
+            )
         return value
 
     @field_validator("environment", mode="before")
