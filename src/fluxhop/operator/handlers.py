@@ -25,6 +25,7 @@ from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import FluxhopError
 from fluxhop.operator import cache, memory
 from fluxhop.operator.cache import GROUP, PLURAL, VERSION, Outcome, Seen
+from fluxhop.operator.diffbase import OwnDiffBase
 from fluxhop.operator.reconcile import Reconciler
 from fluxhop.operator.resource import (
     FIELD_MANAGER,
@@ -109,18 +110,6 @@ def _queued_elsewhere(labels: Any, body: Any, **_: Any) -> bool:
     )
 
 
-class _OwnDiffBase(kopf.AnnotationsDiffBaseStorage):
-    """kopf's record of what it last handled, kept on this operator's own
-    resources only. kopf writes it even on a resource every handler's filter
-    leaves out; one another controller keeps is copied as it is (Kueue's
-    MultiKueue copies it to a worker, whose operator would take the record
-    for its own and see an update, not a creation)."""
-
-    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
-        if not managed_elsewhere(dict(body)):
-            super().store(body=body, patch=patch, essence=essence)
-
-
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.name = PEERING
@@ -130,7 +119,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     else:
         settings.peering.mandatory = True  # never two replicas at work at once
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="fluxhop.io")
-    settings.persistence.diffbase_storage = _OwnDiffBase(
+    settings.persistence.diffbase_storage = OwnDiffBase(
         prefix="fluxhop.io", key="last-handled-configuration"
     )
     settings.posting.level = logging.WARNING  # fluxhop posts its own events
