@@ -27,6 +27,7 @@ from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.outcomes import KINDS, MINICLUSTERS
 from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.test_operator import Operator, condition, deployed, until  # noqa: F401
+from tests.realk8s.test_operator import operator as operator  # the fixture
 from tests.realk8s.tools import eventually
 
 pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
@@ -91,126 +92,95 @@ def cpu_seconds(pid: int) -> float:
 
 
 def test_every_hostile_resource_fails_in_one_line_and_the_good_one_runs(
-    cluster: LocalCluster,
-    admin: Api,
-    namespace: str,
-    deployed: Path,  # noqa: F811
-    tmp_path: Path,
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
 ):
-    operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     path = MINICLUSTERS.format(namespace)
-    try:
-        before = cpu_seconds(operator.process.pid)
-        started = time.monotonic()
-        applied: dict[str, tuple[str, str]] = {}
-        schema = normalized = 0
-        for case, doc, words in hostile():
-            try:  # as kubectl sends it: an unknown field refused, not pruned
-                made = admin.create(path, doc, fieldValidation="Strict")
-            except ApiError as error:
-                assert error.status in (400, 422), error  # the CRD's schema refused it
-                schema += 1
-                continue
-            if made.get("spec") != doc.get("spec") and valid(made):
-                normalized += 1  # the API server dropped what was wrong (a null): valid now
-                continue
-            applied[doc["metadata"]["name"]] = (case, words)
-        admin.create(path, good(cluster, "good"))
-        until("good Ready during the burst", operator, lambda: condition(
-            admin.get(f"{path}/good"), "Ready").get("status") == "True", 300)  # fmt: skip
-        ready_after = time.monotonic() - started
+    before = cpu_seconds(operator.process.pid)
+    started = time.monotonic()
+    applied: dict[str, tuple[str, str]] = {}
+    schema = normalized = 0
+    for case, doc, words in hostile():
+        try:  # as kubectl sends it: an unknown field refused, not pruned
+            made = admin.create(path, doc, fieldValidation="Strict")
+        except ApiError as error:
+            assert error.status in (400, 422), error  # the CRD's schema refused it
+            schema += 1
+            continue
+        if made.get("spec") != doc.get("spec") and valid(made):
+            normalized += 1  # the API server dropped what was wrong (a null): valid now
+            continue
+        applied[doc["metadata"]["name"]] = (case, words)
+    admin.create(path, good(cluster, "good"))
+    until("good Ready during the burst", operator, lambda: condition(
+        admin.get(f"{path}/good"), "Ready").get("status") == "True", 300)  # fmt: skip
+    ready_after = time.monotonic() - started
 
-        def failed() -> dict[str, dict[str, Any]]:
-            found = {r["metadata"]["name"]: r for r in admin.get(path)["items"]}
-            return {
-                n: found[n]
-                for n in applied
-                if condition(found[n], "Failed").get("status") == "True"
-            }
+    def failed() -> dict[str, dict[str, Any]]:
+        found = {r["metadata"]["name"]: r for r in admin.get(path)["items"]}
+        return {
+            n: found[n] for n in applied if condition(found[n], "Failed").get("status") == "True"
+        }
 
-        until("every hostile resource Failed", operator, lambda: len(failed()) == len(applied), 300)
-        spent = cpu_seconds(operator.process.pid) - before
-        events = eventually("a Warning on each", lambda: (w := warned(admin, namespace)) and all(
-            "InvalidSpec" in w.get(n, []) for n in applied) and w, 120)  # fmt: skip
-        for name, resource in failed().items():
-            case, words = applied[name]
-            said = condition(resource, "Failed")
-            assert said["reason"] == "InvalidSpec", (case, said)
-            assert "\n" not in said["message"] and words in said["message"], (case, said)
-            assert children(admin, namespace, name) == [], case
-            assert "InvalidSpec" in events[name], case
-        assert "Traceback" not in operator.log.read_text(errors="replace")
-        print(
-            f"hostile resources: {len(applied)} reached the operator, {schema} refused by the "
-            f"CRD's schema, {normalized} made valid by the API server (nulls dropped); "
-            f"operator CPU {spent:.1f} s; the good one Ready after {ready_after:.1f} s"
-        )
-    finally:
-        operator.stop()
+    until("every hostile resource Failed", operator, lambda: len(failed()) == len(applied), 300)
+    spent = cpu_seconds(operator.process.pid) - before
+    events = eventually("a Warning on each", lambda: (w := warned(admin, namespace)) and all(
+        "InvalidSpec" in w.get(n, []) for n in applied) and w, 120)  # fmt: skip
+    for name, resource in failed().items():
+        case, words = applied[name]
+        said = condition(resource, "Failed")
+        assert said["reason"] == "InvalidSpec", (case, said)
+        assert "\n" not in said["message"] and words in said["message"], (case, said)
+        assert children(admin, namespace, name) == [], case
+        assert "InvalidSpec" in events[name], case
+    assert "Traceback" not in operator.log.read_text(errors="replace")
+    print(
+        f"hostile resources: {len(applied)} reached the operator, {schema} refused by the "
+        f"CRD's schema, {normalized} made valid by the API server (nulls dropped); "
+        f"operator CPU {spent:.1f} s; the good one Ready after {ready_after:.1f} s"
+    )
 
 
 def test_a_1_mib_command_fails_in_one_line(
-    cluster: LocalCluster,
-    admin: Api,
-    namespace: str,
-    deployed: Path,  # noqa: F811
-    tmp_path: Path,
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
 ):
-    operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     path = MINICLUSTERS.format(namespace)
+    doc = good(cluster, "big")
+    doc["spec"]["containers"][0]["command"] = "echo " + "x" * (1 << 20)
     try:
-        doc = good(cluster, "big")
-        doc["spec"]["containers"][0]["command"] = "echo " + "x" * (1 << 20)
-        try:
-            admin.create(path, doc)
-        except ApiError as error:  # the API server's own limit, then: nothing exists
-            assert error.status in (400, 413, 422), error
-            return
-        until("big Failed", operator, lambda: condition(
-            admin.get(f"{path}/big"), "Failed").get("status") == "True", 120)  # fmt: skip
-        said = condition(admin.get(f"{path}/big"), "Failed")
-        assert said["reason"] == "InvalidSpec" and "\n" not in said["message"], said
-        assert said["message"].startswith("spec.containers[0].command: word 1 is 1048576 bytes")
-        assert "MAX_ARG_STRLEN" in said["message"] and len(said["message"]) < 2000, said
-        assert children(admin, namespace, "big") == []
-    finally:
-        operator.stop()
+        admin.create(path, doc)
+    except ApiError as error:  # the API server's own limit, then: nothing exists
+        assert error.status in (400, 413, 422), error
+        return
+    until("big Failed", operator, lambda: condition(
+        admin.get(f"{path}/big"), "Failed").get("status") == "True", 120)  # fmt: skip
+    said = condition(admin.get(f"{path}/big"), "Failed")
+    assert said["reason"] == "InvalidSpec" and "\n" not in said["message"], said
+    assert said["message"].startswith("spec.containers[0].command: word 1 is 1048576 bytes")
+    assert "MAX_ARG_STRLEN" in said["message"] and len(said["message"]) < 2000, said
+    assert children(admin, namespace, "big") == []
 
 
 def test_a_resource_updated_a_hundred_times_a_second_ends_as_its_last_spec(
-    cluster: LocalCluster,
-    admin: Api,
-    namespace: str,
-    deployed: Path,  # noqa: F811
-    tmp_path: Path,
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
 ):
     """Edits that flip it between valid and not (maxSize 0, which the schema
     lets through and fluxhop refuses, and back to none): it ends as its last
     spec says, Ready and not Failed, and the operator goes on."""
-    operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     path = MINICLUSTERS.format(namespace)
-    try:
-        admin.create(path, good(cluster, "busy"))
-        started = time.monotonic()
-        for n in range(100):
-            admin.patch(f"{path}/busy", {"spec": {"maxSize": None if n % 2 else 0}}, "merge")
-        assert time.monotonic() - started < 10  # the API server's pace, not the operator's
-        until("busy Ready as its last spec says", operator, lambda: condition(
-            admin.get(f"{path}/busy"), "Ready").get("status") == "True", 300)  # fmt: skip
-        assert condition(admin.get(f"{path}/busy"), "Failed").get("status") != "True"
-        assert operator.process.poll() is None
-    finally:
-        operator.stop()
+    admin.create(path, good(cluster, "busy"))
+    started = time.monotonic()
+    for n in range(100):
+        admin.patch(f"{path}/busy", {"spec": {"maxSize": None if n % 2 else 0}}, "merge")
+    assert time.monotonic() - started < 10  # the API server's pace, not the operator's
+    until("busy Ready as its last spec says", operator, lambda: condition(
+        admin.get(f"{path}/busy"), "Ready").get("status") == "True", 300)  # fmt: skip
+    assert condition(admin.get(f"{path}/busy"), "Failed").get("status") != "True"
+    assert operator.process.poll() is None
 
 
 def test_deleted_while_made_and_a_namespace_deleted_under_it(
-    cluster: LocalCluster,
-    admin: Api,
-    namespace: str,
-    deployed: Path,  # noqa: F811
-    tmp_path: Path,
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
 ):
-    operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     path = MINICLUSTERS.format(namespace)
     try:
         admin.create(path, good(cluster, "gone"))
@@ -226,6 +196,5 @@ def test_deleted_while_made_and_a_namespace_deleted_under_it(
         assert operator.process.poll() is None, operator.tail()
         assert "Traceback" not in operator.log.read_text(errors="replace"), operator.tail()
     finally:
-        operator.stop()
         with contextlib.suppress(ApiError):  # for the fixture, which deletes it
             admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
