@@ -100,6 +100,36 @@ def test_its_evicted_workload_gets_its_quota_back(fake, apply, reconciler: Recon
     assert reconciler.reconcile(current(fake)).writes == []
 
 
+@pytest.mark.parametrize("fake", [KUEUE_KINDS], indirect=True)
+def test_evicted_its_status_says_it_waits_again(fake, apply, kube, reconciler: Reconciler):
+    """MultiKueue copies the worker's status back and never takes it back:
+    once evicted, the manager's resource no longer says Ready or Running,
+    nor the worker's output; it says it waits, in Kueue's words; once."""
+    doc = resource(managedBy="kueue.x-k8s.io/multikueue")
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    apply(doc)
+    reconciler.reconcile(current(fake))
+    Kueue(fake).reserve("demo")
+    copied = {"size": 2, "maximumSize": 2, "jobid": "demo", "selector": "fluxhop.io/minicluster=demo",
+              "brokersUp": 2, "output": "step 10", "conditions": [
+        {"type": "Ready", "status": "True", "reason": "BrokersUp", "message": "2/2 brokers up",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}  # fmt: skip
+    kube.patch_status("MiniCluster", "demo", copied)
+    assert reconciler.reconcile(current(fake)).writes == []  # admitted: MultiKueue's to say
+    Kueue(fake).evict("demo", reason="Preempted", message="preempted on the worker")
+    assert reconciler.reconcile(current(fake)).writes == [
+        "release Workload quota",
+        "status waiting again",
+    ]
+    status = current(fake)["status"]
+    said = {c["type"]: c for c in status["conditions"]}
+    assert said["Ready"]["status"] == "False" and said["Running"]["status"] == "False"
+    assert (said["Admitted"]["status"], said["Admitted"]["reason"]) == ("False", "Preempted")
+    assert said["Admitted"]["message"] == "preempted on the worker"
+    assert "output" not in status and status["brokersUp"] == 0 and status["jobid"] == ""
+    assert reconciler.reconcile(current(fake)).writes == []
+
+
 def test_on_the_manager_fluxhop_lists_it_with_the_status_copied_back(fake, apply, kube, ops):
     """`fluxhop list/get` on a MultiKueue manager: the resource runs on a
     worker; its state and exit code are the status MultiKueue copies back."""

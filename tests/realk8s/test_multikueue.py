@@ -163,7 +163,7 @@ def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
     dispatched one there: the worker's copy stops, the manager's Workload is
     evicted and its quota given back by fluxhop operator there, and Kueue
     dispatches it again; it runs once the quota is free."""
-    _, on_worker = both
+    on_manager, on_worker = both
     path = f"{MINICLUSTERS.format(namespace)}/low"
     with manager.admin() as api:
         for where in (api, admin):
@@ -184,13 +184,19 @@ def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
             return workload if came else None
 
         workload = until("the manager's Workload evicted", on_worker, requeued, 180)
+        # MultiKueue copied the worker's status back (Ready): the manager's
+        # fluxhop operator takes it back, the resource says it waits again
+        waits = until("low waiting again on the manager", on_manager, lambda: condition(
+            api.get(path), "Ready").get("status") == "False" and api.get(path), 120)  # fmt: skip
+        assert condition(waits, "Admitted").get("status") == "False", waits["status"]
         until("high Succeeded on the worker", on_worker, lambda: condition(admin.get(
             f"{MINICLUSTERS.format(namespace)}/high"), "Succeeded").get("status") == "True", 300)  # fmt: skip
         back = until("low up again", on_worker, lambda: condition(
             api.get(path), "Ready").get("status") == "True" and api.get(path), 300)  # fmt: skip
         assert condition(back, "Failed").get("status") != "True", back["status"]
-        (again,) = workloads_of(api, namespace, "low")
-        assert condition(again, "Admitted")["status"] == "True", again["status"]
+        again = until("low admitted again", on_worker, lambda: next(
+            (w for w in workloads_of(api, namespace, "low")
+             if condition(w, "Admitted").get("status") == "True"), None), 60)  # fmt: skip
         assert workload["metadata"]["uid"] == again["metadata"]["uid"]  # the same, queued again
 
 

@@ -38,6 +38,7 @@ from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.cache import Outcome, Seen, Written
+from fluxhop.operator.dispatched import reconcile_dispatched
 from fluxhop.operator.kueue import (
     Follow,
     held_size_problem,
@@ -60,10 +61,8 @@ from fluxhop.operator.resource import (
 )
 from fluxhop.operator.status import OUTPUT_LINES, Problem, output_tail, resource_status
 from fluxhop.render.bundle import DEFAULT_PATHS
-from fluxhop.render.kueue_workload import workload_name
 from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
-from fluxhop.workload.kueue_admission import decision, released_status
 from fluxhop.workload.marks import (
     CONFIG_DIR,
     FLUX_ROOT,
@@ -118,7 +117,8 @@ class Reconciler:
         name = cr["metadata"]["name"]
         if managed_elsewhere(cr):  # spec.managedBy: another controller's, but its Workload
             if queued_elsewhere(cr):
-                out.writes += self._workload_only(cr)
+                out.writes += reconcile_dispatched(self.kube, cr, cluster_domain=self.cluster_domain,
+                                                   operator_namespace=self.operator_namespace)  # fmt: skip
             return out
         try:
             spec, said = read_spec(cr, self.kube.namespace)
@@ -150,39 +150,6 @@ class Reconciler:
             with contextlib.suppress(FluxhopError):  # refused: the next reconcile finishes it
                 follow.finish()  # its Workload, once the last status is written
         return out
-
-    def _workload_only(self, cr: dict[str, Any]) -> list[str]:
-        """The Workload of a queued resource another controller runs (Kueue's
-        MultiKueue copies it to a worker cluster, where fluxhop operator runs
-        it): nothing else is made here, and its status is that controller's.
-        A spec fluxhop cannot render has no Workload (and nothing said: not
-        fluxhop's resource to report on)."""
-        try:
-            spec = read_spec(cr, self.kube.namespace)[0]
-        except SpecError:
-            return []
-        name = workload_name(spec.name, cr["metadata"]["uid"])
-        found = self.kube.get("Workload", name)
-        if found is None:
-            here = spec.model_copy(deep=True)
-            here.spec.managed_by = None  # rendered as if it were run here, for its pods' shape
-            template = prepare(operated(here, self.operator_namespace), Target.JOB,
-                               cluster_domain=self.cluster_domain)[-1]["spec"]["template"]  # fmt: skip
-            workload_for(self.kube, cr, here, template)
-            return ["create Workload"]
-        # evicted here (a worker evicted its copy, a worker was lost, a
-        # preemption): as a job controller does, give back the quota (there
-        # are no pods here), so that Kueue can dispatch it again
-        said = decision(found)
-        if said.evicted is None or not said.quota_reserved or said.finished:
-            return []
-        try:
-            patch = released_status(found, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-            self.kube.patch_status("Workload", name, patch["status"],
-                                   version=patch["metadata"]["resourceVersion"])  # fmt: skip
-        except AlreadyExists:  # Kueue changed it since: its event brings another look
-            return []
-        return ["release Workload quota"]
 
     def _follow(self, cr: dict[str, Any], spec: MiniCluster, out: Outcome) -> Follow:
         def event(kind: str, reason: str, message: str) -> None:
