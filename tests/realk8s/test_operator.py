@@ -2,7 +2,7 @@
 authenticates with a token of deploy/'s ServiceAccount, so deploy/'s
 ClusterRole, enforced by the real API server, is all it may do. It
 reconciles the upstream operator examples to Succeeded or Failed with the
-exit code (real Flux in the pods), resizes through the scale subresource,
+exit code (real Flux in real containers on the real nodes), resizes through the scale subresource,
 refuses a change it cannot make, and a delete leaves nothing (the garbage
 collector follows the ownerReferences it writes)."""
 
@@ -22,6 +22,7 @@ from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster, free_port
 from tests.realk8s.deployment import ROLE, USER, deploy
 from tests.realk8s.outcomes import MINICLUSTERS, upstream_example
+from tests.realk8s.placing import REAL_NODES, placed_minicluster
 from tests.realk8s.tools import command_env, eventually, kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
@@ -66,12 +67,16 @@ def operator(
     running.stop()
 
 
-def example(name: str, **spec: Any) -> dict[str, Any]:
-    """An upstream operator example, its Flux from the image (the host's flux-core)."""
+def example(cluster: LocalCluster, name: str, **spec: Any) -> dict[str, Any]:
+    """An upstream operator example, its Flux from the image: on the real
+    nodes the image built with the project's Flux (the host's flux-core on
+    the Python kubelet's)."""
     document = upstream_example(name)
     document["spec"].setdefault("flux", {})["container"] = {"disable": True}
     document["spec"].update(spec)
-    return document
+    for container in document["spec"]["containers"]:
+        container["image"] = "host"
+    return placed_minicluster(cluster, document)
 
 
 def condition(resource: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -86,22 +91,29 @@ def until(what: str, operator: Operator, check: Any, timeout: float = 180) -> An
         raise AssertionError(f"{error}\noperator log:\n{operator.tail()}") from None
 
 
-def test_an_example_runs_to_succeeded(admin: Api, namespace: str, operator: Operator):
-    document = example("tests__hello-world__minicluster.yaml")
+def test_an_example_runs_to_succeeded(
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
+):
+    document = example(cluster, "tests__hello-world__minicluster.yaml")
     path = MINICLUSTERS.format(namespace)
     admin.create(path, document)
     name = document["metadata"]["name"]
     done = until("Succeeded", operator, lambda: condition(admin.get(f"{path}/{name}"), "Succeeded").get(
         "status") == "True" and admin.get(f"{path}/{name}"))  # fmt: skip
     assert done["status"]["exitCode"] == 0
+    if cluster.real_nodes:  # in real containers, from the image built with the project's Flux
+        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        assert {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}, pods
     peering = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/fluxhop-operator"
     assert admin.get(peering)["metadata"]["name"] == "fluxhop-operator"  # the operator made it
     # its log names the resource of each line (kopf's default does not)
     assert f"[{namespace}/{name}] Handler 'on_minicluster' succeeded" in operator.log.read_text()
 
 
-def test_a_failing_command_reports_its_exit_code(admin: Api, namespace: str, operator: Operator):
-    document = example("tests__hello-world__minicluster.yaml", size=2)
+def test_a_failing_command_reports_its_exit_code(
+    cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
+):
+    document = example(cluster, "tests__hello-world__minicluster.yaml", size=2)
     document["spec"]["containers"][0]["command"] = "sh -c 'exit 3'"
     path = MINICLUSTERS.format(namespace)
     admin.create(path, document)
@@ -114,7 +126,9 @@ def test_a_failing_command_reports_its_exit_code(admin: Api, namespace: str, ope
 def test_scale_refusal_and_delete(
     cluster: LocalCluster, admin: Api, namespace: str, operator: Operator
 ):
-    document = example("tests__hello-world__minicluster.yaml", size=2, maxSize=3, interactive=True)
+    document = example(
+        cluster, "tests__hello-world__minicluster.yaml", size=2, maxSize=3, interactive=True
+    )
     document["spec"]["containers"][0].pop("command")
     path = MINICLUSTERS.format(namespace)
     admin.create(path, document)
@@ -158,7 +172,7 @@ def test_without_a_verb_the_api_servers_403_is_what_the_operator_reports(
     admin.replace(role_path, cut)
     operator = Operator(cluster, deployed, namespace, tmp_path / "operator.log")
     try:
-        document = example("tests__hello-world__minicluster.yaml")
+        document = example(cluster, "tests__hello-world__minicluster.yaml")
         path = MINICLUSTERS.format(namespace)
         admin.create(path, document)
         resource = f"{path}/{document['metadata']['name']}"
