@@ -4,8 +4,9 @@ real Trainer controller (github.com/kubeflow/trainer/v2) and JobSet:
 * for each upstream flux TrainJob example, the JobSet the Trainer builds and
   the one ``fluxhop trainer render`` builds differ only where the Trainer
   guide's table says, each difference an intended fix or a gap;
-* both run with real Flux in the pods (the plugin's Flux view image stands
-  in as the flux-core installed here: see LocalCluster.images);
+* both run with real Flux in real containers on the real nodes (the
+  runtime's pod template places them there; the plugin's Flux view image
+  and the example's LAMMPS image are built here, tests/realk8s/images);
 * which of the plugin's known defects reproduce on its own JobSet.
 """
 
@@ -26,6 +27,7 @@ from tests.conformance import CONFORMANCE, REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.placing import ON_REAL_NODES, REAL_NODES
 from tests.realk8s.tools import eventually, fluxhop
 from tests.realk8s.trainer_diff import covered, differences, table_rows
 
@@ -39,13 +41,20 @@ QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
 
 
 @pytest.fixture
-def runtime(trainer: Running, admin: Api) -> dict[str, Any]:
-    """The upstream ClusterTrainingRuntime flux-distributed, installed."""
+def runtime(cluster: LocalCluster, trainer: Running, admin: Api, tmp_path: Path) -> Path:
+    """The upstream ClusterTrainingRuntime flux-distributed, installed; on
+    the real nodes with their placement in its pod template (as a site puts
+    its own there: TrainJobs change no placement); the file fluxhop reads."""
     document = yaml.safe_load(RUNTIME.read_text())
+    if cluster.real_nodes:
+        for job in document["spec"]["template"]["spec"]["replicatedJobs"]:
+            job["template"]["spec"]["template"]["spec"].update(copy.deepcopy(ON_REAL_NODES))
     admin.apply(
         f"{TRAINER}/clustertrainingruntimes/{document['metadata']['name']}", document, "test"
     )
-    return document
+    placed = tmp_path / RUNTIME.name
+    placed.write_text(yaml.safe_dump(document))
+    return placed
 
 
 def trainjob(name: str, namespace: str, **changes: Any) -> dict[str, Any]:
@@ -64,14 +73,14 @@ def theirs(admin: Api, namespace: str, document: dict[str, Any]) -> dict[str, An
 
 
 def ours(
-    cluster: LocalCluster, admin: Api, document: dict[str, Any], tmp_path: Path
+    cluster: LocalCluster, admin: Api, document: dict[str, Any], runtime: Path, tmp_path: Path
 ) -> dict[str, Any]:
     """fluxhop's JobSet for ``document``, read back from a server-side dry run
     in a namespace of its own (the Trainer's has the same name)."""
     source = tmp_path / f"{document['metadata']['name']}.yaml"
     source.write_text(yaml.safe_dump(document))
     done = fluxhop(
-        cluster, "trainer", "render", "-f", str(source), "--runtime", str(RUNTIME), "-o", "json"
+        cluster, "trainer", "render", "-f", str(source), "--runtime", str(runtime), "-o", "json"
     )
     assert done.returncode == 0, done.stderr
     rendered = json.loads(done.stdout)
@@ -87,7 +96,7 @@ def ours(
 
 
 def test_the_jobsets_differ_only_as_the_guide_says(cluster: LocalCluster, admin: Api, namespace: str,
-                                                   runtime: dict[str, Any], tmp_path: Path):  # fmt: skip
+                                                   runtime: Path, tmp_path: Path):  # fmt: skip
     rows = table_rows(GUIDE)
     assert rows, f"{GUIDE} has no side-by-side table"
     unexplained, used = [], set()
@@ -95,7 +104,7 @@ def test_the_jobsets_differ_only_as_the_guide_says(cluster: LocalCluster, admin:
         for name in TRAINJOBS:
             document = trainjob(name, namespace, spec={"suspend": True})  # built, not run
             for path, (their, our) in differences(theirs(admin, namespace, document),
-                                                  ours(cluster, admin, document, tmp_path)).items():  # fmt: skip
+                                                  ours(cluster, admin, document, runtime, tmp_path)).items():  # fmt: skip
                 row = covered(path, list(rows))
                 if row is None:
                     unexplained.append(f"{name}: {path}: Trainer {their!r}, fluxhop {our!r}")
@@ -111,7 +120,7 @@ def test_the_jobsets_differ_only_as_the_guide_says(cluster: LocalCluster, admin:
     assert set(rows) == used, f"rows of the guide's table that no example shows: {set(rows) - used}"
 
 
-def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: str, runtime: dict[str, Any],
+def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: str, runtime: Path,
                                  tmp_path: Path, needs_flux):  # fmt: skip
     """The lammps example with hostname for its command (no LAMMPS here), one
     process per node (the plugin's R claims numProcPerNode cores, which the
@@ -131,12 +140,15 @@ def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: s
         return next(iter(done & {"Completed", "Failed"}), None)
 
     assert eventually("the Trainer's JobSet finished", finished, 240) == "Completed"
+    if cluster.real_nodes:  # the runtime's placement: real containers, the view image pulled
+        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        assert pods and {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}
     ran = tmp_path / "ours.yaml"
     ran.write_text(
         yaml.safe_dump({**document, "metadata": {**document["metadata"], "name": "lammps-ours"}})
     )
     done = fluxhop(
-        cluster, "trainer", "run", "-f", str(ran), "--runtime", str(RUNTIME), timeout=300
+        cluster, "trainer", "run", "-f", str(ran), "--runtime", str(runtime), timeout=300
     )
     assert done.returncode == 0, done.stderr
     assert sorted(line for line in done.stdout.splitlines() if not QUIET.match(line)) == [
@@ -144,7 +156,7 @@ def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: s
 
 
 def test_which_of_the_plugins_defects_reproduce(cluster: LocalCluster, admin: Api, namespace: str,
-                                                runtime: dict[str, Any], tmp_path: Path, needs_flux):  # fmt: skip
+                                                runtime: Path, tmp_path: Path, needs_flux):  # fmt: skip
     """Its exit code is lost (the TrainJob's JobSet completes although the
     command failed) and its CURVE key is derived from the TrainJob's UID (a
     value every reader of the object has); fluxhop's exits with the code."""
@@ -168,6 +180,6 @@ def test_which_of_the_plugins_defects_reproduce(cluster: LocalCluster, admin: Ap
     ours_doc["metadata"]["name"] = "exit-ours"
     ran.write_text(yaml.safe_dump(ours_doc))
     done = fluxhop(
-        cluster, "trainer", "run", "-f", str(ran), "--runtime", str(RUNTIME), timeout=300
+        cluster, "trainer", "run", "-f", str(ran), "--runtime", str(runtime), timeout=300
     )
     assert done.returncode == 3, done.stderr
