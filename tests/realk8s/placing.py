@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOST_NODE", "ON_LOST_NODE", "ON_REAL_NODES", "REAL", "REAL_FLAGS", "REAL_NODES", "flux_image",
-    "flux_image_flags", "placed_minicluster",
+    "flux_image_flags", "on_real_nodes", "placed_minicluster",
 ]  # fmt: skip
 
 # Only pods that tolerate the real nodes' taint land there, while the rest
@@ -70,12 +70,20 @@ def placed_minicluster(cluster: LocalCluster, doc: dict[str, Any]) -> dict[str, 
     image, placed = flux_image(cluster)
     if not placed:
         return doc
-    out = copy.deepcopy(doc)
-    spec = out["spec"]
-    for container in spec.get("containers") or []:
+    out = on_real_nodes(cluster, doc)
+    for container in out["spec"].get("containers") or []:
         if container.get("image") == "host":
             container["image"] = image
-    pod = spec.setdefault("pod", {})
-    pod.setdefault("nodeSelector", {}).update(placed["nodeSelector"])
-    pod["tolerations"] = [*pod.get("tolerations", []), *placed["tolerations"]]
+    return out
+
+
+def on_real_nodes(cluster: LocalCluster, doc: dict[str, Any]) -> dict[str, Any]:
+    """A MiniCluster document placed on the real nodes when the cluster has
+    them (spec.pod's node selector and tolerations), its images as written."""
+    if not cluster.real_nodes:
+        return doc
+    out = copy.deepcopy(doc)
+    pod = out["spec"].setdefault("pod", {})
+    pod.setdefault("nodeSelector", {}).update(ON_REAL_NODES["nodeSelector"])
+    pod["tolerations"] = [*pod.get("tolerations", []), *ON_REAL_NODES["tolerations"]]
     return out

@@ -37,6 +37,7 @@ from tests.realk8s.disturbances import (
     edited_while_running,
     lose_the_lead,
 )
+from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.outcomes import (
     KINDS,
     MINICLUSTERS,
@@ -46,6 +47,7 @@ from tests.realk8s.outcomes import (
     run,
     upstream_example,
 )
+from tests.realk8s.placing import on_real_nodes
 from tests.realk8s.sides import side_by_side
 from tests.realk8s.test_operator import condition, deployed  # noqa: F401  (fixture)
 from tests.realk8s.tools import eventually, fluxhop, pod_manifest
@@ -90,6 +92,12 @@ def _upstream(name: str, size: int = 2) -> dict[str, Any]:
     return document
 
 
+def _with_image(document: dict[str, Any], image: str) -> dict[str, Any]:
+    for container in document["spec"]["containers"]:
+        container["image"] = image
+    return document
+
+
 def _limited(command: str, cpu: int) -> dict[str, Any]:
     document = _command(command)
     document["spec"]["containers"][0]["resources"] = {"limits": {"cpu": cpu}}
@@ -109,7 +117,10 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
         "post": _upstream("post"),
         "debug": _upstream("debug"),
         "emptydir": _upstream("emptydir"),
-        "timed": _upstream("timed"),
+        # logging.timed runs /usr/bin/time, which ubuntu:noble has not: an image with it
+        "timed": _with_image(_upstream("timed"), MPI_IMAGE)
+        if cluster.real_nodes
+        else _upstream("timed"),
         "minimal-service": _upstream("minimal-service"),  # 4 tasks on 2 nodes
         # pods limited to one CPU, on nodes of more: what each writes into R
         "cpu-limit": _limited("flux resource R", cpu=1),
@@ -117,7 +128,12 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
     }
     for key, document in named.items():
         document["metadata"]["name"] = key  # one namespace holds them all
-    return named
+    # on the real nodes, in the images the examples name (built here) - but
+    # view-disabled: the Flux Operator mounts an emptyDir over /opt/software
+    # in every pod, where the one Flux built here lives, so an image with
+    # Flux needs a second Flux build elsewhere; it runs on the Python kubelet
+    return {key: document if key == "view-disabled" else on_real_nodes(cluster, document)
+            for key, document in named.items()}  # fmt: skip
 
 
 @dataclass
@@ -165,9 +181,10 @@ def _session(cluster: LocalCluster, admin: Api, namespace: str,
     eventually(f"{FINISHED}: its Job Complete",
                lambda: job_finished(admin.get(f"{KINDS['Job'].format(namespace)}/{FINISHED}")))  # fmt: skip
     finished = edit(admin, namespace, FINISHED, [{"size": 3}], flux_operator=flux_operator)
-    edited = edited_while_running(admin, namespace, _command("sleep 300", maxSize=3),
+    edited = edited_while_running(admin, namespace, on_real_nodes(cluster, _command("sleep 300", maxSize=3)),
                                   flux_operator=flux_operator)  # fmt: skip
-    lost = lose_the_lead(cluster, admin, namespace, _hello(interactive=True, logging={}))
+    lost = lose_the_lead(cluster, admin, namespace,
+                         on_real_nodes(cluster, _hello(interactive=True, logging={})))  # fmt: skip
     return Session(
         outcomes,
         admin.get(f"/api/v1/namespaces/{namespace}/pods/bystander")["metadata"].get("labels") or {},

@@ -86,8 +86,9 @@ LAMMPS_IMAGE = "ghcr.io/converged-computing/metric-lammps:latest"
 # the tests' own, under a host the nodes mirror (node/config.py MIRRORED_HOSTS)
 MPI_IMAGE = "ghcr.io/fluxhop-test/mpi-matrix:bookworm"
 # On the base: LAMMPS (its lmp links Open MPI, which comes with it) and
-# its examples, and MPICH's library for the matrix's MPICH program
-APPS_PACKAGES = ["lammps", "lammps-examples", "libmpich12"]
+# its examples, MPICH's library for the matrix's MPICH program, and GNU
+# time (the Flux Operator's logging.timed runs /usr/bin/time)
+APPS_PACKAGES = ["lammps", "lammps-examples", "libmpich12", "time"]
 # What the Flux build (tests/realflux) links and runs on Debian 12: the
 # libraries of its programs and modules (ldd of every one, less the
 # essential ones), the Python modules and Lua its commands and rc scripts
