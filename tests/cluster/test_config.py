@@ -87,6 +87,33 @@ def test_in_cluster_fallback(tmp_path, monkeypatch):
     assert resolved.source == "in-cluster service account"
 
 
+def _no_passwd_entry(uid: int) -> None:
+    raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+
+@pytest.mark.parametrize("variable", ["HOME", "no HOME"])
+def test_in_cluster_as_a_uid_without_a_home(tmp_path, monkeypatch, variable):
+    """A pod's user is often a uid the image does not name (deploy/ runs the
+    operator as 65532): no $HOME, no passwd entry; the service account is
+    found, where ``~`` made fluxhop stop with "getpwuid(): uid not found"."""
+    account = tmp_path / "sa"
+    account.mkdir()
+    (account / "token").write_text("token")
+    (account / "ca.crt").write_text("")
+    (account / "namespace").write_text("fluxhop-system")
+    monkeypatch.setattr(config_module, "SERVICE_ACCOUNT", account)
+    monkeypatch.setattr("pwd.getpwuid", _no_passwd_entry)
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "198.18.128.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    env = {"KUBERNETES_SERVICE_HOST": "198.18.128.1", "KUBERNETES_SERVICE_PORT": "443"}
+    if variable == "HOME":
+        env["HOME"] = "~"  # unexpandable as well
+    assert config_module.default_kubeconfig(env) is None
+    assert resolve(env=env).source == "in-cluster service account"
+    assert config_module.expanded("~/x") == config_module.Path("~/x")
+
+
 @pytest.mark.parametrize(
     "setup, message",
     [

@@ -106,8 +106,9 @@ def operator_command(
     except ImportError:
         raise LocalToolMissing("the operator needs kopf: pip install 'fluxhop[operator]'") from None
     from fluxhop.operator import handlers, timers
-    from fluxhop.operator.peering import ensure_peering
+    from fluxhop.operator.peering import ensure_peering, nameable
 
+    nameable(os.environ)
     if not standalone:
         kube = handlers.connect(namespaces[0] if namespaces else "default")  # the handlers' own
         for made in ensure_peering(kube, handlers.PEERING, namespaces):

@@ -20,12 +20,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from pathlib import Path
 
 import click
 
 from fluxhop.cli.kubeopts import connect
-from fluxhop.cluster.config import SERVICE_ACCOUNT
+from fluxhop.cluster.config import SERVICE_ACCOUNT, default_kubeconfig, expanded
 from fluxhop.cluster.operations import MiniClusters
 from fluxhop.errors import KubeconfigError
 from fluxhop.local.store import LocalStore
@@ -41,9 +40,10 @@ def kube_configured(env: Mapping[str, str] | None = None) -> bool:
     pod's service account); whether it is usable is for connect() to say."""
     env = os.environ if env is None else env
     if env.get("KUBECONFIG"):
-        paths = [Path(p).expanduser() for p in env["KUBECONFIG"].split(os.pathsep) if p]
+        paths = [expanded(p) for p in env["KUBECONFIG"].split(os.pathsep) if p]
         return any(path.is_file() for path in paths)
-    if (Path(env.get("HOME", "~")).expanduser() / ".kube" / "config").is_file():
+    home = default_kubeconfig(env)
+    if home is not None and home.is_file():
         return True
     return bool(env.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
 

@@ -23,7 +23,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from fluxhop.documents import load_all, read_input
 from fluxhop.errors import InputError, KubeconfigError
 
-__all__ = ["ResolvedConfig", "resolve"]
+__all__ = ["ResolvedConfig", "default_kubeconfig", "expanded", "resolve"]
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -119,20 +119,37 @@ def _check_context(merged: dict[str, Any], chosen: str, base: Path) -> None:
                     ) from None
 
 
+def expanded(path: str) -> Path:
+    """``path`` with a leading ``~`` made the home directory, where there is
+    one: a container's user often has neither $HOME nor a passwd entry (a
+    uid the image does not name), and then ``~`` stays as written."""
+    try:
+        return Path(path).expanduser()
+    except (RuntimeError, KeyError):  # pathlib raises either, by Python release
+        return Path(path)
+
+
+def default_kubeconfig(env: Mapping[str, str]) -> Path | None:
+    """``~/.kube/config``, where a home directory is known ($HOME, else the
+    user's passwd entry); None for a user without one."""
+    home = expanded(env.get("HOME") or "~")
+    return None if str(home).startswith("~") else home / ".kube" / "config"
+
+
 def _files(kubeconfig: str | None, env: Mapping[str, str]) -> list[Path] | None:
     if kubeconfig:
-        path = Path(kubeconfig).expanduser()
+        path = expanded(kubeconfig)
         if not path.is_file():
             raise KubeconfigError(f"--kubeconfig {kubeconfig}: no such file")
         return [path]
     if env.get("KUBECONFIG"):
-        paths = [Path(p).expanduser() for p in env["KUBECONFIG"].split(os.pathsep) if p]
+        paths = [expanded(p) for p in env["KUBECONFIG"].split(os.pathsep) if p]
         existing = [p for p in paths if p.is_file()]
         if not existing:
             raise KubeconfigError(f"KUBECONFIG names no existing file ({env['KUBECONFIG']})")
         return existing
-    home = Path(env.get("HOME", "~")).expanduser() / ".kube" / "config"
-    if home.is_file():
+    home = default_kubeconfig(env)
+    if home is not None and home.is_file():
         return [home]
     return None
 
