@@ -68,21 +68,23 @@ def test_home_kube_config(tmp_path):
     assert resolve(env={"HOME": str(tmp_path)}).namespace == "h"
 
 
-def test_in_cluster_fallback(tmp_path, monkeypatch):
+@pytest.fixture
+def in_a_pod(tmp_path, monkeypatch) -> dict[str, str]:
+    """A pod's service account (namespace pods-ns) and its environment."""
     account = tmp_path / "sa"
     account.mkdir()
     (account / "token").write_text("token")
     (account / "namespace").write_text("pods-ns\n")
     (account / "ca.crt").write_text("")
     monkeypatch.setattr(config_module, "SERVICE_ACCOUNT", account)
-    env = {
-        "HOME": str(tmp_path / "nohome"),
-        "KUBERNETES_SERVICE_HOST": "10.0.0.1",
-        "KUBERNETES_SERVICE_PORT": "443",
-    }
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    resolved = resolve(env=env)
+    env = {"KUBERNETES_SERVICE_HOST": "198.18.128.1", "KUBERNETES_SERVICE_PORT": "443"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def test_in_cluster_fallback(tmp_path, in_a_pod):
+    resolved = resolve(env={**in_a_pod, "HOME": str(tmp_path / "nohome")})
     assert resolved.namespace == "pods-ns"
     assert resolved.source == "in-cluster service account"
 
@@ -91,24 +93,14 @@ def _no_passwd_entry(uid: int) -> None:
     raise KeyError(f"getpwuid(): uid not found: {uid}")
 
 
-@pytest.mark.parametrize("variable", ["HOME", "no HOME"])
-def test_in_cluster_as_a_uid_without_a_home(tmp_path, monkeypatch, variable):
+@pytest.mark.parametrize("home", ["~", None])
+def test_in_cluster_as_a_uid_without_a_home(in_a_pod, monkeypatch, home):
     """A pod's user is often a uid the image does not name (deploy/ runs the
     operator as 65532): no $HOME, no passwd entry; the service account is
     found, where ``~`` made fluxhop stop with "getpwuid(): uid not found"."""
-    account = tmp_path / "sa"
-    account.mkdir()
-    (account / "token").write_text("token")
-    (account / "ca.crt").write_text("")
-    (account / "namespace").write_text("fluxhop-system")
-    monkeypatch.setattr(config_module, "SERVICE_ACCOUNT", account)
     monkeypatch.setattr("pwd.getpwuid", _no_passwd_entry)
     monkeypatch.delenv("HOME", raising=False)
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "198.18.128.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    env = {"KUBERNETES_SERVICE_HOST": "198.18.128.1", "KUBERNETES_SERVICE_PORT": "443"}
-    if variable == "HOME":
-        env["HOME"] = "~"  # unexpandable as well
+    env = {**in_a_pod, **({"HOME": home} if home else {})}
     assert config_module.default_kubeconfig(env) is None
     assert resolve(env=env).source == "in-cluster service account"
     assert config_module.expanded("~/x") == config_module.Path("~/x")
