@@ -30,7 +30,12 @@ so that they resolve unchanged through the nodes' mirror configuration:
   examples where the upstream image has them (``/opt/lammps/examples``);
 * ``MPI_IMAGE``: that one with the Flux of ``FLUX_IMAGE``, MPICH's runtime
   beside Open MPI's, and the MPI matrix's program (tests/realk8s/mpi) built
-  here by each flavour's compiler wrapper (``/usr/local/bin/matrix-<flavour>``).
+  here by each flavour's compiler wrapper (``/usr/local/bin/matrix-<flavour>``);
+* ``python:3.12-slim`` (``BASE_IMAGE``, the operator Dockerfile's base):
+  Debian 12's Python and pip;
+* fluxhop operator's image, under the name ``deploy/`` runs, built from the
+  project's Dockerfile on that base (``operator_image.py``: buildah),
+  rebuilt alone when fluxhop changes.
 """
 
 from __future__ import annotations
@@ -48,7 +53,12 @@ from tests.caches import user_cache
 from tests.realflux import flux_prefix
 from tests.realk8s.binaries import bin_dir
 from tests.realk8s.images.oci import Blobs, Image, Layer, push, tree_entries
-from tests.realk8s.images.registry import Registry
+from tests.realk8s.images.operator_image import (
+    BASE_IMAGE,
+    build_operator_image,
+    operator_image_current,
+)
+from tests.realk8s.images.registry import Registry, repository_name
 from tests.realk8s.mpi import FLAVOURS, SOURCE
 from tests.realk8s.mpi import build as build_program
 from tests.realk8s.ports import free_port
@@ -117,6 +127,9 @@ RUNTIME_PACKAGES = [
     "hostname",
     "procps",
 ]
+# the operator Dockerfile's base (operator_image.BASE_IMAGE): Debian 12's
+# Python (3.11, which fluxhop supports) under the python image's name
+PYTHON_PACKAGES = ("python3", "python3-pip", "ca-certificates")
 CACHE_VARIABLE = "FLUXHOP_IMAGES_CACHE"
 STAMP = ".built"
 VIEW_HASH = "fluxhop"  # the view's directory under /opt/views/._view
@@ -152,10 +165,11 @@ def missing_images() -> str | None:
 
 def base_layer(
     blobs: Blobs, scratch: Path, name: str = "base", more: tuple[str, ...] = (),
-    hooks: tuple[str, ...] = (),
+    hooks: tuple[str, ...] = (), packages: tuple[str, ...] = tuple(RUNTIME_PACKAGES),
 ) -> Layer:  # fmt: skip
-    """Debian 12 (minbase) with RUNTIME_PACKAGES and ``more``, from apt's
-    configured sources; ``hooks`` are mmdebstrap customize hooks ($1: the root)."""
+    """Debian 12 (minbase) with ``packages`` (RUNTIME_PACKAGES) and ``more``,
+    from apt's configured sources; ``hooks`` are mmdebstrap customize hooks
+    ($1: the root)."""
     tar = scratch / f"{name}.tar"
     subprocess.run(
         [
@@ -163,7 +177,7 @@ def base_layer(
             "--quiet",
             "--variant=minbase",
             "--mode=root",
-            f"--include={','.join([*RUNTIME_PACKAGES, *more])}",
+            f"--include={','.join([*packages, *more])}",
             *[f"--customize-hook={hook}" for hook in hooks],
             "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
             SUITE,
@@ -194,6 +208,13 @@ def programs_layer(blobs: Blobs, scratch: Path) -> Layer:
         if flavour.missing() is None:
             entries.append((f"usr/local/bin/matrix-{name}", build_program(flavour, scratch)))
     return blobs.layer_from_entries(entries)
+
+
+def python_layer(blobs: Blobs, scratch: Path) -> Layer:
+    """Debian 12 with its Python and pip, pip free to install into it as the
+    python image's is (no EXTERNALLY-MANAGED): the operator Dockerfile's base."""
+    unmanaged = "rm -f $1/usr/lib/python3*/EXTERNALLY-MANAGED"
+    return base_layer(blobs, scratch, "python", PYTHON_PACKAGES, (unmanaged,), packages=())
 
 
 def pause_layer(blobs: Blobs, scratch: Path) -> Layer:
@@ -240,7 +261,8 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
         print(f"the Flux view and pause layers in {time.monotonic() - started:.0f} s", flush=True)
         started = time.monotonic()
         apps, programs = apps_layer(blobs, scratch), programs_layer(blobs, scratch)
-        print(f"the applications' layers (LAMMPS, MPI) in {time.monotonic() - started:.0f} s",
+        python = python_layer(blobs, scratch)
+        print(f"the applications' layers (LAMMPS, MPI, Python) in {time.monotonic() - started:.0f} s",
               flush=True)  # fmt: skip
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         shell = {"Env": [f"PATH={path}"]}
@@ -260,6 +282,7 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
             LAMMPS_IMAGE: Image.make(blobs, [apps], {**shell, "Cmd": ["/bin/bash"]}),
             MPI_IMAGE: Image.make(blobs, [apps, flux, programs],
                                   {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}),
+            BASE_IMAGE: Image.make(blobs, [python], {**shell, "Cmd": ["python3"]}),
         }  # fmt: skip
         storage = target / "registry"
         registry = Registry(
@@ -274,18 +297,6 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
         (target / STAMP).write_text("\n".join(images) + "\n")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def repository_name(image: str) -> str:
-    """The registry's name for ``image`` (with its tag): its registry host is
-    the first path component, as the nodes' mirror configuration maps each
-    host to ``/v2/<host>/`` of the registry (tests/realk8s/node/config.py)."""
-    first, _, rest = image.partition("/")
-    if not rest or ("." not in first and ":" not in first and first != "localhost"):
-        first, rest = "docker.io", image  # a short name is Docker Hub's
-    if first == "docker.io" and "/" not in rest:
-        rest = f"library/{rest}"
-    return f"{first}/{rest}"
 
 
 def main() -> int:
@@ -312,7 +323,7 @@ def main() -> int:
     target = images_dir()
     if (target / STAMP).is_file():
         print(f"images: up to date in {target}")
-        return 0
+        return operator(target, binaries / "registry")
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     print(f"building the real nodes' images into {target}", flush=True)
@@ -325,6 +336,24 @@ def main() -> int:
         if old != target and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
     print(f"images: built in {target}")
+    return operator(target, binaries / "registry")
+
+
+def operator(target: Path, registry: Path) -> int:
+    """The operator's image from the Dockerfile, into the same registry
+    storage: rebuilt alone when fluxhop changes (operator_image.py)."""
+    if operator_image_current(target):
+        print("images: the operator's image is up to date")
+        return 0
+    if shutil.which("buildah") is None:
+        print("images: the operator's image needs buildah (python -m tests.build installs it)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    try:
+        build_operator_image(target, registry)
+    except subprocess.CalledProcessError as error:
+        print(f"images: the operator's image: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

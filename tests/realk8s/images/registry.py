@@ -13,7 +13,7 @@ import yaml
 
 from tests.realk8s.processes import Process
 
-__all__ = ["Registry", "registry_config"]
+__all__ = ["Registry", "registry_config", "repository_name"]
 
 
 def registry_config(storage: Path, address: str) -> str:
@@ -57,3 +57,15 @@ class Registry:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+def repository_name(image: str) -> str:
+    """The registry's name for ``image`` (with its tag): its registry host is
+    the first path component, as the nodes' mirror configuration maps each
+    host to ``/v2/<host>/`` of the registry (tests/realk8s/node/config.py)."""
+    first, _, rest = image.partition("/")
+    if not rest or ("." not in first and ":" not in first and first != "localhost"):
+        first, rest = "docker.io", image  # a short name is Docker Hub's
+    if first == "docker.io" and "/" not in rest:
+        rest = f"library/{rest}"
+    return f"{first}/{rest}"

@@ -5,5 +5,6 @@ says, and what they change on the machine put back (``host.py``)."""
 
 # What the real nodes need of Debian: runc's seccomp (cgo, libseccomp), the
 # images' root filesystems (mmdebstrap), kube-proxy's and the CNI plugins'
-# packet filter (iptables, conntrack), nsenter (util-linux, essential).
-DEBIAN_PACKAGES = ["libseccomp-dev", "mmdebstrap", "iptables", "conntrack"]
+# packet filter (iptables, conntrack), nsenter (util-linux, essential), the
+# operator's image from its Dockerfile (buildah: no daemon).
+DEBIAN_PACKAGES = ["libseccomp-dev", "mmdebstrap", "iptables", "conntrack", "buildah"]
