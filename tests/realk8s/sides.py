@@ -40,8 +40,7 @@ def side_by_side(cluster: LocalCluster, deployed: Path, directory: Path,
     with scratch_namespace(cluster) as (admin, namespace):
         ours = Operator(cluster, deployed, namespace, log)
         try:
-            mine = work(admin, namespace, lambda: log.read_text(errors="replace"),
-                        flux_operator=False)  # fmt: skip
+            mine = work(admin, namespace, ours.text, flux_operator=False)
         finally:
             ours.stop()
     return upstream, mine

@@ -9,9 +9,6 @@ collector follows the ownerReferences it writes)."""
 from __future__ import annotations
 
 import copy
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +16,12 @@ from typing import Any
 import pytest
 
 from tests.realk8s.api import Api
-from tests.realk8s.cluster import LocalCluster, free_port
+from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.deployment import ROLE, USER, deploy
+from tests.realk8s.operator_runs import Operator
 from tests.realk8s.outcomes import MINICLUSTERS, upstream_example
 from tests.realk8s.placing import REAL_NODES, placed_minicluster
-from tests.realk8s.tools import command_env, eventually, kubectl
+from tests.realk8s.tools import eventually, kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 
@@ -32,30 +30,6 @@ pytestmark = pytest.mark.usefixtures("needs_flux")
 def deployed(cluster: LocalCluster) -> Path:
     """deploy/ applied; a kubeconfig holding the operator's ServiceAccount token."""
     return deploy(cluster)
-
-
-class Operator:
-    def __init__(self, cluster: LocalCluster, kubeconfig: Path, namespace: str, log: Path,
-                 *flags: str, **env: str) -> None:  # fmt: skip
-        argv = [sys.executable, "-c", "import sys; from fluxhop.cli import main; sys.exit(main())",
-                "operator", "-n", namespace,
-                "--liveness", f"http://127.0.0.1:{free_port()}/healthz", *flags]  # fmt: skip
-        self.log = log
-        with open(log, "ab") as out:
-            self.process = subprocess.Popen(argv, env=command_env(cluster, kubeconfig, **env),
-                                            stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture
@@ -107,7 +81,7 @@ def test_an_example_runs_to_succeeded(
     peering = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/fluxhop-operator"
     assert admin.get(peering)["metadata"]["name"] == "fluxhop-operator"  # the operator made it
     # its log names the resource of each line (kopf's default does not)
-    assert f"[{namespace}/{name}] Handler 'on_minicluster' succeeded" in operator.log.read_text()
+    assert f"[{namespace}/{name}] Handler 'on_minicluster' succeeded" in operator.text()
 
 
 def test_a_failing_command_reports_its_exit_code(
