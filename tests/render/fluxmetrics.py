@@ -71,10 +71,11 @@ def constant(name: str) -> Any:
     raise KeyError(name)
 
 
-def threads(pid: int) -> int:
-    """The threads of process ``pid`` (/proc): the exporter's, held by its clients."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+def threads(pid: int) -> set[int]:
+    """The threads of process ``pid`` (their IDs, /proc): the exporter's, held
+    by its clients. IDs, not a count: a thread that served an earlier request
+    may still be ending, and a count taken then is off by it."""
+    return {int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()}
 
 
 def flux_binary() -> str:

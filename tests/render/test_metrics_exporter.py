@@ -298,17 +298,19 @@ def test_long_polls_are_bounded_and_end_with_their_clients(flux, exporter):
     url = f"http://127.0.0.1:{port}"
     version = json.loads(get(f"{url}/metrics.json")[2])["version"]
     assert version  # the journal is followed: waits hold
-    baseline = threads(process.pid)
+    before = threads(process.pid)  # a thread that served the request above may be ending
     waiting = [_long_poll(port, version) for _ in range(MAX_WAITERS)]
-    wait_until(lambda: threads(process.pid) == baseline + MAX_WAITERS, "every waiter held")
-    extra = [_long_poll(port, version) for _ in range(5)]
-    for client in extra:  # answered at once: with no cap each would hold for 300 s (timeout 60)
-        assert client.makefile("rb").readline().startswith(b"HTTP/1.0 200"), "not answered"
-        client.close()
-    assert get(f"{url}/metrics")[0] == 200  # scrapes go on meanwhile
-    for client in waiting:
-        client.close()
-    wait_until(lambda: threads(process.pid) == baseline, "the waiters' threads gone")
+    try:
+        wait_until(lambda: len(threads(process.pid) - before) == MAX_WAITERS, "every waiter held")
+        extra = [_long_poll(port, version) for _ in range(5)]
+        for client in extra:  # answered at once: with no cap each would hold for 300 s (timeout 60)
+            with client, client.makefile("rb") as answer:
+                assert answer.readline().startswith(b"HTTP/1.0 200"), "not answered"
+        assert get(f"{url}/metrics")[0] == 200  # scrapes go on meanwhile
+    finally:  # closed even on a failure: else the next test is blamed for the open sockets
+        for client in waiting:
+            client.close()
+    wait_until(lambda: not threads(process.pid) - before, "the waiters' threads gone")
 
 
 def _ipv6_loopback() -> bool:
