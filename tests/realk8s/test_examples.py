@@ -19,6 +19,7 @@ import shlex
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,10 @@ from tests.examples.gallery import EXAMPLES, Example, read
 from tests.realflux import missing_fluxion
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.controllers import Running
 from tests.realk8s.mpi import FLAVOURS
 from tests.realk8s.mpi import read as read_mpi
-from tests.realk8s.placing import placed_minicluster
+from tests.realk8s.placing import ON_REAL_NODES, placed_minicluster
 from tests.realk8s.test_apply import PATHS, collection
 from tests.realk8s.test_mpi import MPICH_FINALIZE, MPICH_HANG_LIMIT
 from tests.realk8s.test_operator import (  # noqa: F401  (fixtures)
@@ -47,11 +49,10 @@ from tests.realk8s.tools import eventually, fluxhop, kubectl, output
 
 EXAMPLE = {path.name: path for path in EXAMPLES}
 CANNOT_RUN = {
-    "gpu-pytorch.yaml": "no GPUs here (node-a only advertises nvidia.com/gpu), and no PyTorch",
+    "gpu-pytorch.yaml": "no PyTorch, and no real GPUs (node-r0's are the device plugin's "
+    "stand-ins: tests/realk8s/test_gpus.py runs a GPU MiniCluster on them)",
     "rabbit-mpi-jobspec.yaml": "no rabbits (Near Node Flash) and no DWS here",
     "osu-benchmarks.yaml": "the OSU Micro-Benchmarks are not installed (Debian does not package them)",
-    "kubeflow-trainjob.yaml": "LAMMPS is not installed here; tests/realk8s/test_trainer.py runs "
-    "the same runtime with real Flux",
     "kueue-queued.yaml": "its quota (4 CPUs, 8Gi) is more than this machine has; "
     "tests/realk8s/test_kueue.py runs the same queue label (--queue sets it)",
 }
@@ -197,6 +198,32 @@ def test_lammps_runs_from_its_images_on_the_real_nodes(
     lines = output(done.stdout)
     assert any(line.startswith("Loop time of ") and "on 8 procs" in line for line in lines), lines
     assert any(line.startswith("Total wall time:") for line in lines), lines
+
+
+def test_the_trainjob_runs_lammps_from_its_images_on_the_real_nodes(
+    cluster: LocalCluster, jobset: Running, namespace: str, tmp_path: Path,
+    real_nodes: list[str], needs_flux: Path,
+):  # fmt: skip
+    """``fluxhop trainer run -f examples/kubeflow-trainjob.yaml``, as its
+    header says: the Trainer plugin's Flux view (tag-jammy) and
+    metric-lammps pulled by the real nodes, 2 nodes x 4 ranks of LAMMPS under
+    Flux. Changed, as in the LAMMPS example: the runtime's pod template
+    places the pods on the real nodes (a site's runtime carries its own
+    placement), and the input is the Lennard-Jones melt (Debian's LAMMPS has
+    no REAXFF for in.reaxc.hns)."""
+    runtime, trainjob = read(EXAMPLE["kubeflow-trainjob.yaml"]).documents
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"].update(deepcopy(ON_REAL_NODES))
+    command = trainjob["spec"]["trainer"]["command"]
+    assert command[command.index("-in") + 1] == "in.reaxc.hns", command
+    command[command.index("-in") + 1] = "/opt/lammps/examples/melt/in.melt"
+    changed = tmp_path / "kubeflow-trainjob.yaml"
+    changed.write_text(yaml.safe_dump_all([runtime, trainjob]))
+    done = fluxhop(cluster, "trainer", "run", "--namespace", namespace, "-f", str(changed),
+                   timeout=900)  # fmt: skip
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = output(done.stdout)
+    assert any(line.startswith("Loop time of ") and "on 8 procs" in line for line in lines), lines
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
