@@ -23,16 +23,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from tests.conformance import REPO
 from tests.realk8s.api import ApiError
 from tests.realk8s.cluster import LocalCluster, free_port
 from tests.realk8s.deployment import DEPLOY_NAMESPACE
 from tests.realk8s.images.build import images_dir
-from tests.realk8s.images.operator_image import operator_image_current
+from tests.realk8s.images.operator_image import deployed_template, operator_image_current
 from tests.realk8s.placing import ON_REAL_NODES
 from tests.realk8s.tools import command_env, eventually
 
@@ -40,12 +36,6 @@ __all__ = ["Operator"]
 
 PODS = f"/api/v1/namespaces/{DEPLOY_NAMESPACE}/pods"
 _numbers = itertools.count()
-
-
-def _template() -> dict[str, Any]:
-    """deploy/'s Deployment's pod template."""
-    deployment = yaml.safe_load((REPO / "deploy" / "deployment.yaml").read_text())
-    return dict(deployment["spec"]["template"])
 
 
 class Operator:
@@ -65,7 +55,7 @@ class Operator:
     # --- a pod ------------------------------------------------------------------------
 
     def _start_pod(self, namespace: str, flags: tuple[str, ...], env: dict[str, str]) -> None:
-        template = copy.deepcopy(_template())
+        template = deployed_template()
         spec = template["spec"]
         spec.update(copy.deepcopy(ON_REAL_NODES))
         spec["restartPolicy"] = "Never"  # a crash is the test's to see, not hidden by a restart

@@ -25,6 +25,7 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -32,7 +33,10 @@ from tests.conformance import REPO
 from tests.realk8s.images.registry import Registry, repository_name
 from tests.realk8s.ports import free_port
 
-__all__ = ["BASE_IMAGE", "OPERATOR_IMAGE", "build_operator_image", "operator_image_current"]
+__all__ = [
+    "BASE_IMAGE", "OPERATOR_IMAGE", "build_operator_image", "deployed_template",
+    "operator_image_current",
+]  # fmt: skip
 
 DOCKERFILE = REPO / "Dockerfile"
 STAMP = ".operator-built"
@@ -44,10 +48,15 @@ def _from_dockerfile() -> str:
     return line.split()[1]
 
 
+def deployed_template() -> dict[str, Any]:
+    """deploy/'s Deployment's pod template (a fresh copy)."""
+    deployment = yaml.safe_load((REPO / "deploy" / "deployment.yaml").read_text())
+    return dict(deployment["spec"]["template"])
+
+
 def _deployed_image() -> str:
     """The image deploy/'s Deployment runs."""
-    deployment = yaml.safe_load((REPO / "deploy" / "deployment.yaml").read_text())
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (container,) = deployed_template()["spec"]["containers"]
     return str(container["image"])
 
 
