@@ -22,11 +22,12 @@ __all__ = [
 # Only pods that tolerate the real nodes' taint land there, while the rest
 # of the tier still runs on the Python kubelet's nodes.
 REAL = "fluxhop.test/real"
-# node-r0 has two GPUs (the tests' device plugin: go/kubernetes/gpu-plugin)
+# node-r0 has two GPUs (the tests' device plugin: go/kubernetes/gpu-plugin);
+# a zone each, so that Kueue's topology-aware scheduling has a choice to make
 REAL_NODES = [
     NodeSpec(
         name,
-        labels={"topology.kubernetes.io/zone": "zone-r", REAL: "yes"},
+        labels={"topology.kubernetes.io/zone": f"zone-{name[-2:]}", REAL: "yes"},
         capacity=capacity,
         taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}],
         real=True,

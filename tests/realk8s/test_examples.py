@@ -1,12 +1,13 @@
 """The examples gallery on the real cluster: every example is accepted by the
 API server (a strict server-side dry run) on every target and door its header
-names, and the ones that can run here do, with real Flux in the pods. The
-host filesystem stands in for the images: an example runs with its image
-replaced by the host and Flux taken from it, and, where the image's program
-is not on this machine, its command replaced by the same kind of program
-(the MPI matrix's, tests/realk8s/mpi/, built with Debian's MPICH and Open
-MPI); the header's own commands are run as a user would type them, with the
-waits a person does between them.
+names, and the ones that can run here do, on the real nodes, with real Flux
+in containers: as written, placed on the real nodes, with the images built
+here under the names they use (the Flux views, ``ubuntu:noble``,
+``metric-lammps``); where an example's image is not built here, the same kind
+of program from one that is (the MPI matrix's image and program,
+tests/realk8s/mpi/, for the MPI hello examples). The header's own commands
+are run as a user would type them, with the waits a person does between
+them.
 
 What cannot run here is skipped with the reason: GPUs (none), rabbits
 (none), the OSU benchmarks (not packaged by Debian); Fluxion's example where
@@ -31,9 +32,10 @@ from tests.realflux import missing_fluxion
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.mpi import FLAVOURS
 from tests.realk8s.mpi import read as read_mpi
-from tests.realk8s.placing import ON_REAL_NODES, placed_minicluster
+from tests.realk8s.placing import ON_REAL_NODES, on_real_nodes, placed_minicluster
 from tests.realk8s.test_apply import PATHS, collection
 from tests.realk8s.test_mpi import MPICH_FINALIZE, MPICH_HANG_LIMIT
 from tests.realk8s.test_operator import (  # noqa: F401  (fixtures)
@@ -101,20 +103,15 @@ def test_what_cannot_run_here(name: str):
 # --- the examples that run here ---------------------------------------------------------
 
 
-def on_this_machine(example: Example, directory: Path, **spec: Any) -> Path:
-    """The example's MiniCluster with the host for its image and Flux from
-    the host (as ``--image host --flux-in-image`` would make it), ``spec``
-    changed; written to ``directory`` under the example's name."""
+def as_written(cluster: LocalCluster, example: Example, directory: Path, **spec: Any) -> Path:
+    """The example's MiniCluster as written, placed on the real nodes
+    (spec.pod's node selector and tolerations), ``spec`` changed; written to
+    ``directory`` under the example's name."""
     (document,) = example.documents
-    flux = document["spec"].setdefault("flux", {})
-    flux["container"] = {"disable": True}
-    for container in document["spec"]["containers"]:
-        container["image"] = "host"
-        container.pop("workingDir", None)
-        container.pop("environment", None)  # the image's library paths
-    document["spec"].update(spec)
+    placed = on_real_nodes(cluster, document)
+    placed["spec"].update(spec)
     path = directory / example.path.name
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(yaml.safe_dump(placed))
     return path
 
 
@@ -155,8 +152,9 @@ def brokers_up(cluster: LocalCluster, namespace: str, name: str) -> int:
 
 
 def test_the_interactive_ensemble_as_its_header_says(
-    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, needs_flux: Path
-):
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, real_nodes: list[str],
+    needs_flux: Path,
+):  # fmt: skip
     example = read(EXAMPLE["interactive-ensemble.yaml"])
 
     def submitted(result: subprocess.CompletedProcess[str]) -> None:
@@ -166,7 +164,7 @@ def test_the_interactive_ensemble_as_its_header_says(
     def scaled(result: subprocess.CompletedProcess[str]) -> None:
         eventually("4 brokers up", lambda: brokers_up(cluster, namespace, "ensemble") == 4, 180)
 
-    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+    ran = typed(cluster, example, as_written(cluster, example, tmp_path), namespace,
                 {"submit": submitted, "scale": scaled})  # fmt: skip
     assert [verb for _, verb in ran] == ["create", "submit", "jobs", "scale", "delete"]
     pods = f"/api/v1/namespaces/{namespace}/pods"
@@ -228,23 +226,24 @@ def test_the_trainjob_runs_lammps_from_its_images_on_the_real_nodes(
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_the_mpi_hello_example_runs_across_pods(
-    cluster: LocalCluster, namespace: str, tmp_path: Path, mpi_programs: dict[str, Path],
+    cluster: LocalCluster, namespace: str, tmp_path: Path, real_nodes: list[str],
     flavour: str, needs_flux: Path,
 ):  # fmt: skip
     """The example's pods and ranks (4 x 2) and its own option flags (``-o
-    mpi=openmpi@5`` for Open MPI), the MPI matrix's program for its command
-    (it says where each rank runs and checks an allreduce and messages
-    between pods), and the MPI matrix's time limit for the known MPICH hang."""
-    if flavour not in mpi_programs:
-        pytest.skip(FLAVOURS[flavour].missing() or flavour)
+    mpi=openmpi@5`` for Open MPI), in the MPI matrix's image (Flux, both
+    MPIs and the matrix's program, which says where each rank runs and
+    checks an allreduce and messages between pods: the example's images are
+    not built here), and the MPI matrix's time limit for the known MPICH
+    hang."""
     example = read(EXAMPLE[f"mpi-hello-{flavour}.yaml"])
     (document,) = example.documents
     flags = document["spec"]["flux"]["optionFlags"].replace("-t 10m", f"-t {MPICH_HANG_LIMIT}")
-    copy = on_this_machine(example, tmp_path, flux={"container": {"disable": True},
-                                                    "optionFlags": flags})  # fmt: skip
-    changed = yaml.safe_load(copy.read_text())
-    changed["spec"]["containers"][0]["command"] = str(mpi_programs[flavour])
-    copy.write_text(yaml.safe_dump(changed))
+    (container,) = document["spec"]["containers"]
+    for field in ("workingDir", "environment"):  # the example image's paths
+        container.pop(field, None)
+    container.update(image=MPI_IMAGE, command=f"/usr/local/bin/matrix-{flavour}")
+    copy = as_written(cluster, example, tmp_path, containers=[container],
+                      flux={"container": {"disable": True}, "optionFlags": flags})  # fmt: skip
     done = fluxhop(cluster, "run", "--namespace", namespace, "-f", str(copy), timeout=300)
     result, context = read_mpi(output(done.stdout)), f"{done.stdout}\n{done.stderr}"
     size, name = document["spec"]["size"], document["metadata"]["name"]
@@ -258,8 +257,9 @@ def test_the_mpi_hello_example_runs_across_pods(
 
 
 def test_fluxion_backfills_as_its_header_says(
-    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, needs_flux: Path
-):
+    cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path, real_nodes: list[str],
+    needs_flux: Path,
+):  # fmt: skip
     """``easy`` in effect: with two nodes held, the four one-node jobs
     submitted after a four-node one all run and finish while it still waits
     (under fcfs they would wait behind it), and Fluxion says its policy."""
@@ -290,7 +290,7 @@ def test_fluxion_backfills_as_its_header_says(
         assert flux("jobs", "-no", "{state}", big).strip() == "SCHED"
         assert flux("jobs", "-no", "{state}", held).strip() == "RUN"
 
-    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+    ran = typed(cluster, example, as_written(cluster, example, tmp_path), namespace,
                 {"create": created, "submit": submitted})  # fmt: skip
     assert [verb for _, verb in ran] == ["create", "submit", "submit", "submit", "jobs", "delete"]
     pods = f"/api/v1/namespaces/{namespace}/pods"
@@ -299,7 +299,7 @@ def test_fluxion_backfills_as_its_header_says(
 
 def test_the_operator_runs_the_example_as_its_header_says(
     cluster: LocalCluster, admin: Api, namespace: str, tmp_path: Path,
-    operator: Operator, needs_flux: Path,  # noqa: F811
+    operator: Operator, real_nodes: list[str], needs_flux: Path,  # noqa: F811
 ):  # fmt: skip
     """Applied with kubectl, Ready, scaled to 3 brokers through the scale
     subresource, a job from the CLI, and nothing left after the delete."""
@@ -323,6 +323,6 @@ def test_the_operator_runs_the_example_as_its_header_says(
         pods = f"/api/v1/namespaces/{namespace}/pods"
         until("everything gone", operator, lambda: not admin.get(pods)["items"])
 
-    ran = typed(cluster, example, on_this_machine(example, tmp_path), namespace,
+    ran = typed(cluster, example, as_written(cluster, example, tmp_path), namespace,
                 {"apply": applied, "scale": scaled, "submit": watched, "delete": deleted})  # fmt: skip
     assert [verb for _, verb in ran] == ["apply", "get", "scale", "submit", "delete"]

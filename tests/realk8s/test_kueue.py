@@ -154,9 +154,13 @@ def test_a_higher_priority_preempts_and_run_says_so(cluster: LocalCluster, admin
 
 
 def test_topology_aware_scheduling_takes_the_topology(cluster: LocalCluster, admin: Api, namespace: str,
-                                                       kueue: Running, needs_flux):  # fmt: skip
+                                                       kueue: Running, real_nodes: list[str],
+                                                       needs_flux):  # fmt: skip
     """A Topology over the kubelets' node labels (zone, then host name) and a
-    flavor that names it: --topology required:ZONE puts every broker in one zone."""
+    flavor that names it: --topology required:ZONE puts every broker in one
+    zone. Each real node is a zone of its own, with two CPUs: the two brokers
+    of one CPU each share a node, which the scheduler alone would not choose
+    (it spreads a Job's pods)."""
     with topology_queue(admin, namespace, "near", {"cpu": "8"}):
         done = fluxhop(cluster, "run", *flags(cluster, namespace, "near", "-N", "2", "--name", "near", "--keep",
                                               "--topology", "required:topology.kubernetes.io/zone",
