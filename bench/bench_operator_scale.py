@@ -230,7 +230,8 @@ class TheFluxOperator:
     READY = "MiniCluster is Ready!"
 
     def __init__(self, cluster: LocalCluster) -> None:
-        self.operator = FluxOperator(cluster)
+        # a process, as fluxhop's is here: both measured by their PIDs
+        self.operator = FluxOperator(cluster, process=True)
 
     def start(self) -> int:
         return self._pid(self.operator.start())

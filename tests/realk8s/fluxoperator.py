@@ -2,21 +2,32 @@
 
 Built by ``python -m tests.build peers`` from a copy of
 ``../shared/upstream/flux-operator`` as upstream ships it (tests/peers), and
-started here as a process, as its Deployment (config/manager) would run it
-but outside the cluster: it authenticates with a token of its own
-ServiceAccount bound to upstream's ClusterRole (config/rbac/role.yaml), so
-that role, enforced by the API server, is all it may do; the MiniCluster CRD
-is the conformance one (../shared/conformance/crds/), the snapshot the
-operator was built from; metrics are off, the health probe on a free port,
-leader election off (one replica).
+run the way the cluster allows:
+
+* **as upstream's Deployment** (config/manager/manager.yaml), where the
+  cluster has real nodes and its image is built (images/peer_images.py):
+  its binary on Debian with libczmq, as uid 65532, placed on the real
+  nodes, in ``operator-system`` with upstream's kustomize prefix, reaching
+  the API server through the `kubernetes` Service with its ServiceAccount's
+  token; upstream's limits (500m CPU, 128Mi) as shipped;
+* **as a process here**, as that Deployment would run it but outside the
+  cluster, with a token of the same ServiceAccount: where the cluster has
+  no real nodes, and for the scale benchmark, which reads both operators'
+  CPU and memory by process.
+
+Either way upstream's ClusterRole (config/rbac/role.yaml), bound to its
+ServiceAccount and enforced by the API server, is all it may do; the
+MiniCluster CRD is the conformance one (../shared/conformance/crds/), the
+snapshot the operator was built from; leader election off (one replica:
+upstream's leader-election Role is not in the copy here).
 
 It watches MiniClusters in every namespace, and so does nothing else here
 but fluxhop's operator, which the tests run against one namespace: the two
 must never see the same MiniCluster. :meth:`FluxOperator.start` waits until
 no MiniCluster exists in the cluster (the tests before it delete theirs
 with their namespaces) and :meth:`FluxOperator.stop` deletes every
-MiniCluster before it stops the process, then restores deploy/'s CRD (a
-superset: fluxhop's status fields), which the rest of the session expects.
+MiniCluster before it stops, then restores deploy/'s CRD (a superset:
+fluxhop's status fields), which the rest of the session expects.
 """
 
 from __future__ import annotations
@@ -33,6 +44,9 @@ from tests.peers import FLUX_OPERATOR
 from tests.realk8s.api import ApiError
 from tests.realk8s.cluster import ClusterError, LocalCluster, free_port, healthy, wait_until
 from tests.realk8s.controllers import established
+from tests.realk8s.images.build import images_dir
+from tests.realk8s.images.peer_images import FLUX_OPERATOR_IMAGE, peer_images_current
+from tests.realk8s.placing import ON_REAL_NODES
 from tests.realk8s.processes import Process
 from tests.realk8s.tools import kubectl
 
@@ -44,6 +58,9 @@ USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"  # as the API server names
 CRD = CONFORMANCE / "crds" / "flux-framework.org_miniclusters.yaml"
 CRD_NAME = "miniclusters.flux-framework.org"
 ALL_MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/miniclusters"
+DEPLOYMENT = "operator-controller-manager"
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+SELECTOR = "control-plane=controller-manager"  # upstream's pod labels
 
 
 def missing_flux_operator() -> str | None:
@@ -109,13 +126,38 @@ def miniclusters(cluster: LocalCluster) -> list[str]:
     ]  # fmt: skip
 
 
-class FluxOperator:
-    """The Flux Operator running beside a LocalCluster."""
+def deployment() -> dict[str, Any]:
+    """Upstream's Deployment (config/manager/manager.yaml) as its kustomize
+    (config/default) names it, its image built here, placed on the real
+    nodes; leader election off (one replica), logging at info as the
+    process runs it."""
+    documents = yaml.safe_load_all((FLUX_OPERATOR.source() / "config" / "manager" /
+                                    "manager.yaml").read_text())  # fmt: skip
+    (found,) = [d for d in documents if d["kind"] == "Deployment"]
+    out = copy.deepcopy(found)
+    out["metadata"].update(name=DEPLOYMENT, namespace=NAMESPACE)
+    pod = out["spec"]["template"]["spec"]
+    pod["serviceAccountName"] = ACCOUNT
+    pod.update(copy.deepcopy(ON_REAL_NODES))
+    (container,) = pod["containers"]
+    container["image"] = FLUX_OPERATOR_IMAGE
+    container["args"] = [a for a in container.get("args") or [] if a != "--leader-elect"]
+    container["args"].append("--zap-log-level=info")
+    return dict(out)
 
-    def __init__(self, cluster: LocalCluster) -> None:
+
+class FluxOperator:
+    """The Flux Operator running beside a LocalCluster: upstream's Deployment
+    on the real nodes, else (or with ``process``) a process here."""
+
+    def __init__(self, cluster: LocalCluster, process: bool = False) -> None:
         self.cluster = cluster
         self.health = free_port()
         self.process: Process | None = None
+        self.in_pod = (not process and bool(cluster.real_nodes)
+                       and peer_images_current(images_dir()))  # fmt: skip
+        self.pod: str | None = None  # the Deployment's pod, when one runs
+        self.earlier = ""  # the logs of its pods replaced by a restart
 
     def _apply(self, *paths_or_objects: Path | list[dict[str, Any]]) -> None:
         for item in paths_or_objects:
@@ -141,7 +183,48 @@ class FluxOperator:
             raise ClusterError(f"{error}: {miniclusters(self.cluster)}") from None
         self._crd(CRD)
         self._apply(rbac())
+        if self.in_pod:
+            self._apply([deployment()])
+            return self._ready()
         return self._run()
+
+    # --- upstream's Deployment ----------------------------------------------------------
+
+    def _ready(self, instead_of: str | None = None) -> FluxOperator:
+        """Once the Deployment's pod (another than ``instead_of``) is Ready:
+        its readiness probe, upstream's, answered through its kubelet."""
+
+        def ready() -> str | None:
+            with self.cluster.admin() as api:
+                pods = api.get(PODS, labelSelector=SELECTOR)["items"]
+            for pod in pods:
+                conditions = (pod.get("status") or {}).get("conditions") or []
+                if (
+                    pod["metadata"]["name"] != instead_of
+                    and not pod["metadata"].get("deletionTimestamp")
+                    and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+                ):
+                    return str(pod["metadata"]["name"])
+            return None
+
+        try:
+            self.pod = wait_until("the Flux Operator's pod Ready", ready, 180, [])
+        except ClusterError as error:
+            with self.cluster.admin() as api:
+                pods = api.get(PODS, labelSelector=SELECTOR)["items"]
+            raise ClusterError(f"{error}: {[p.get('status') for p in pods]}") from None
+        return self
+
+    def _pod_log(self) -> str:
+        if self.pod is None:
+            return ""
+        with self.cluster.admin() as api:
+            try:
+                return str(api.text(f"{PODS}/{self.pod}/log"))
+            except ApiError:  # gone, or not started: nothing said
+                return ""
+
+    # --- a process ----------------------------------------------------------------------
 
     def _run(self) -> FluxOperator:
         token = self.cluster.token(NAMESPACE, ACCOUNT, seconds=24 * 3600)
@@ -163,14 +246,25 @@ class FluxOperator:
                    [self.process])  # fmt: skip
         return self
 
+    # --- either -------------------------------------------------------------------------
+
     def restart(self) -> FluxOperator:
-        """The process stopped and started again, its MiniClusters left as
-        they are: it lists them all and reconciles each (a resync)."""
+        """Stopped and started again, its MiniClusters left as they are: it
+        lists them all and reconciles each (a resync). Its pod deleted, the
+        Deployment makes another; or the process started again."""
+        if self.in_pod:
+            self.earlier += self._pod_log()
+            gone = self.pod
+            with self.cluster.admin() as api:
+                api.delete(f"{PODS}/{gone}")
+            return self._ready(instead_of=gone)
         if self.process is not None:
             self.process.stop()
         return self._run()
 
     def log(self, lines: int = 60) -> str:
+        if self.in_pod:
+            return "\n".join((self.earlier + self._pod_log()).splitlines()[-lines:])
         return self.process.tail(lines) if self.process is not None else ""
 
     def stop(self) -> None:
@@ -183,6 +277,12 @@ class FluxOperator:
                 api.delete(
                     f"/apis/flux-framework.org/v1alpha2/namespaces/{namespace}/miniclusters/{name}"
                 )
+            if self.in_pod:
+                self.earlier += self._pod_log()
+                api.delete(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{DEPLOYMENT}")
+                wait_until("the Flux Operator's pods gone",
+                           lambda: not api.get(PODS, labelSelector=SELECTOR)["items"], 120, [])  # fmt: skip
+                self.pod = None
         if self.process is not None:
             self.process.stop()
             self.cluster.processes.pop("flux-operator", None)

@@ -3,14 +3,16 @@
 ServiceAccount and ClusterRole, its pods running real Flux in both of its
 modes: Flux from its view image (the view init container copies the Flux
 install into a shared volume) and Flux in the application image
-(``flux.container.disable``). The view on the real nodes when the cluster
-has them: the view image built here (the project's Flux as a Spack tree)
-and the example's ``ubuntu:noble``, pulled. Flux in the application image
-on the Python kubelet's nodes, the host standing in for the image: the
-Flux Operator mounts an emptyDir over ``/opt/software`` in every pod, the
-view disabled or not (controllers/flux/volumes.go), and the Flux built here
-lives there, as the view images' Spack tree needs it (upstream's flux-sched
-images install Flux in /usr)."""
+(``flux.container.disable``). On the real nodes it runs as upstream's
+Deployment from its image (its binary on Debian with libczmq). The view on
+the real nodes when the cluster has them: the view image built here (the
+project's Flux as a Spack tree) and the example's ``ubuntu:noble``,
+pulled. Flux in the application image on the Python kubelet's nodes, the
+host standing in for the image: the Flux Operator mounts an emptyDir over
+``/opt/software`` in every pod and, with the view disabled, copies nothing
+into it (pkg/flux/view.go), and the Flux built here lives there, as the
+view images' Spack tree needs it (upstream's flux-sched images install
+Flux in /usr)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ import pytest
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.fluxoperator import FluxOperator
+from tests.realk8s.fluxoperator import NAMESPACE, PODS, SELECTOR, FluxOperator
+from tests.realk8s.images.peer_images import FLUX_OPERATOR_IMAGE
 from tests.realk8s.outcomes import run, upstream_example
 from tests.realk8s.placing import placed_minicluster
+from tests.realk8s.tools import kubectl
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 
@@ -44,3 +48,22 @@ def test_flux_in_the_application_image(admin: Api, namespace: str, flux_operator
     outcome = run(admin, namespace, document, flux_operator=True, timeout=200)
     assert outcome.finished == "Succeeded", flux_operator.log()
     assert "hello world" in outcome.rank0_log.split("\n"), outcome.rank0_log
+
+
+def test_it_runs_as_upstreams_deployment_on_the_real_nodes(
+    cluster: LocalCluster, admin: Api, real_nodes: list[str], flux_operator: FluxOperator
+):
+    """Its binary in a container of its own image, not a process here: on a
+    real node, as uid 65532 (upstream asks runAsNonRoot), Ready by
+    upstream's probe, with its ServiceAccount's token."""
+    assert flux_operator.in_pod and flux_operator.process is None
+    (pod,) = admin.get(PODS, labelSelector=SELECTOR)["items"]
+    assert pod["spec"]["nodeName"] in real_nodes
+    assert pod["spec"]["serviceAccountName"] == "operator-controller-manager"
+    (container,) = pod["status"]["containerStatuses"]
+    assert container["ready"], container
+    assert container["image"].endswith(FLUX_OPERATOR_IMAGE.split("/", 1)[1]), container
+    said = kubectl(cluster, "exec", "-n", NAMESPACE, pod["metadata"]["name"], "--",
+                   "sh", "-c", "id -u; ls /var/run/secrets/kubernetes.io/serviceaccount").stdout  # fmt: skip
+    assert said.splitlines()[0] == "65532", said
+    assert "token" in said.split(), said

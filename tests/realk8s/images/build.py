@@ -35,7 +35,10 @@ so that they resolve unchanged through the nodes' mirror configuration:
   Debian 12's Python and pip;
 * fluxhop operator's image, under the name ``deploy/`` runs, built from the
   project's Dockerfile on that base (``operator_image.py``: buildah),
-  rebuilt alone when fluxhop changes.
+  rebuilt alone when fluxhop changes;
+* the peers' images (``peer_images.py``): the Flux Operator's binary
+  (tests/peers) on Debian 12 with libczmq, under upstream's name, rebuilt
+  alone when its build changes.
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ from pathlib import Path
 from tests.caches import user_cache
 from tests.realflux import flux_prefix
 from tests.realk8s.binaries import bin_dir
+from tests.realk8s.images.debian import SUITE, debian_layer
 from tests.realk8s.images.oci import Blobs, Image, Layer, push, tree_entries
 from tests.realk8s.images.operator_image import (
     BASE_IMAGE,
     build_operator_image,
     operator_image_current,
 )
+from tests.realk8s.images.peer_images import PEER_IMAGES, build_peer_images, peer_images_current
 from tests.realk8s.images.registry import Registry, repository_name
 from tests.realk8s.mpi import FLAVOURS, SOURCE
 from tests.realk8s.mpi import build as build_program
@@ -77,7 +82,6 @@ __all__ = [
 ]
 
 HERE = Path(__file__).parent
-SUITE = "bookworm"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # The Flux view images the view init containers start from: Kubeflow
 # Trainer's flux plugin's (its default, and the one its examples name), the
@@ -141,7 +145,7 @@ def cache_root() -> Path:
 
 def _digest(prefix: Path | None) -> str:
     digest = hashlib.sha256(f"{SUITE}\n{prefix}\n".encode())
-    for path in (HERE / "build.py", HERE / "oci.py", HERE / "pause.c", SOURCE):
+    for path in (HERE / "build.py", HERE / "debian.py", HERE / "oci.py", HERE / "pause.c", SOURCE):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -167,29 +171,8 @@ def base_layer(
     blobs: Blobs, scratch: Path, name: str = "base", more: tuple[str, ...] = (),
     hooks: tuple[str, ...] = (), packages: tuple[str, ...] = tuple(RUNTIME_PACKAGES),
 ) -> Layer:  # fmt: skip
-    """Debian 12 (minbase) with ``packages`` (RUNTIME_PACKAGES) and ``more``,
-    from apt's configured sources; ``hooks`` are mmdebstrap customize hooks
-    ($1: the root)."""
-    tar = scratch / f"{name}.tar"
-    subprocess.run(
-        [
-            "mmdebstrap",
-            "--quiet",
-            "--variant=minbase",
-            "--mode=root",
-            f"--include={','.join([*packages, *more])}",
-            *[f"--customize-hook={hook}" for hook in hooks],
-            "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
-            SUITE,
-            str(tar),
-        ],
-        check=True,
-        env={**os.environ, "SOURCE_DATE_EPOCH": "0"},
-    )
-    try:
-        return blobs.layer_from_tar(tar)
-    finally:
-        tar.unlink()
+    """Debian 12 with ``packages`` (RUNTIME_PACKAGES) and ``more``."""
+    return debian_layer(blobs, scratch, name, [*packages, *more], hooks)
 
 
 def apps_layer(blobs: Blobs, scratch: Path) -> Layer:
@@ -340,8 +323,13 @@ def main() -> int:
 
 
 def operator(target: Path, registry: Path) -> int:
-    """The operator's image from the Dockerfile, into the same registry
-    storage: rebuilt alone when fluxhop changes (operator_image.py)."""
+    """The images rebuilt alone, into the same registry storage: the
+    operator's from the Dockerfile when fluxhop changes (operator_image.py),
+    the peers' when a peer's build does (peer_images.py)."""
+    return max(_operator_image(target, registry), _peer_images(target, registry))
+
+
+def _operator_image(target: Path, registry: Path) -> int:
     if operator_image_current(target):
         print("images: the operator's image is up to date")
         return 0
@@ -353,6 +341,22 @@ def operator(target: Path, registry: Path) -> int:
         build_operator_image(target, registry)
     except subprocess.CalledProcessError as error:
         print(f"images: the operator's image: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _peer_images(target: Path, registry: Path) -> int:
+    if peer_images_current(target):
+        print("images: the peers' images are up to date")
+        return 0
+    missing = [image.peer.name for image in PEER_IMAGES if image.peer.binary() is None]
+    if missing:  # their tests skip, saying so
+        print(f"images: no image for {', '.join(missing)}: not built (python -m tests.peers.build)")
+        return 0
+    try:
+        build_peer_images(target, registry)
+    except subprocess.CalledProcessError as error:
+        print(f"images: the peers' images: {error}", file=sys.stderr)
         return 1
     return 0
 
