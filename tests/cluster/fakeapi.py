@@ -354,6 +354,11 @@ class FakeAPIServer:
         # runs included): (kind, object) -> None, changing the object
         self.admission: list[Callable[[str, dict[str, Any]], None]] = []
         self.step_delay = 0.005
+        # controller steps a pod the garbage collector deletes stays (marked
+        # deleted, its containers stopped) before it goes, as real pods do
+        # within their grace period; 0: at once
+        self.collected_pods_linger = 0
+        self.lingering: dict[tuple[str, str], int] = {}  # (namespace, pod) -> steps left
         # whether a running pod's readinessProbe passes (False: its Flux
         # instance never comes up, as when a broker cannot join)
         self.pods_ready = True
@@ -882,11 +887,24 @@ class FakeAPIServer:
         for (k, ns, n), other in list(self.store.items()):
             owners = other["metadata"].get("ownerReferences") or []
             if ns == namespace and any(ref.get("uid") == uid for ref in owners):
-                self._remove(k, ns, n)
+                if k == "Pod" and self.collected_pods_linger:
+                    self._linger(ns, other)
+                else:
+                    self._remove(k, ns, n)
         if foreground:
             del self.store[(kind, namespace, name)]
             self._bump("DELETED", kind, namespace, obj)
         self.updaters.pop((kind, namespace, name), None)
+
+    def _linger(self, namespace: str, pod: dict[str, Any]) -> None:
+        """A collected pod marked deleted, its running container stopped
+        (143); it goes ``collected_pods_linger`` steps later (_reconcile)."""
+        pod["metadata"].setdefault("deletionTimestamp", now())
+        if pod["status"]["phase"] == "Running":
+            self._terminate(namespace, pod, 143)
+        else:
+            self._bump("MODIFIED", "Pod", namespace, pod)
+        self.lingering.setdefault((namespace, pod["metadata"]["name"]), self.collected_pods_linger)
 
     def owner_deleted(self, uid: str, namespace: str = "default") -> None:
         """The garbage collector's response to the deletion of an owner this
@@ -1050,6 +1068,12 @@ class FakeAPIServer:
             time.sleep(self.step_delay)
 
     def _reconcile(self) -> None:
+        for (namespace, name), steps in list(self.lingering.items()):
+            if steps > 1:
+                self.lingering[(namespace, name)] = steps - 1
+                continue
+            del self.lingering[(namespace, name)]
+            self._remove("Pod", namespace, name)
         for key, obj in list(self.store.items()):
             kind, namespace, _ = key
             if self.store.get(key) is not obj:

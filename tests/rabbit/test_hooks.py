@@ -403,6 +403,17 @@ def test_post_run_gives_rank_0s_exit_code_keeps_its_log_and_deletes(fake, client
     assert on_teardown(workflow, client, saved.append) is False  # nothing left for Teardown
 
 
+def test_post_run_returns_once_the_pods_are_gone(fake, client, workflow, saved):
+    """NNF unmounts the file systems once PostRun returns: the pods the
+    garbage collector deletes stop within their grace period, and PostRun
+    waits for them (on a real cluster they outlive their Job a while)."""
+    fake.collected_pods_linger = 40  # controller steps
+    name = on_pre_run(COMMAND_JOB, workflow, RABBITS, OWNER, client)
+    client.wait(name, timeout=30)
+    assert on_post_run(workflow, client, saved.append) == 0
+    assert fake.objects(kinds=("Pod",)) == []
+
+
 def test_post_run_of_another_workflows_minicluster_says_nothing_of_it(
     fake, client, workflow, saved
 ):

@@ -216,6 +216,28 @@ class Waiting(PodWatch):
             if code is not None:
                 return code
 
+    def wait_pods_gone(self, root: Root, *, timeout: float | None = None) -> None:
+        """Until none of its pods is left, once its root is deleted (the
+        garbage collector deletes them; each goes once its containers have
+        stopped, within its grace period): nothing of it holds its volumes
+        any more. Each round watches from the newest pod listed, so that any
+        pod's deletion after that list is an event."""
+        deadline = None if timeout is None else self.clock() + timeout
+        while True:
+            left = self.kube.list("Pod", labels=root.pod_selector)
+            if not left:
+                return
+            newest = max(left, key=lambda p: int(p["metadata"].get("resourceVersion") or 0))
+            try:
+                self.wait(root, lambda progress: not progress.pods,
+                          timeout=self._remaining(deadline), since=newest)  # fmt: skip
+            except WaitTimeout:
+                names = ", ".join(sorted(p["metadata"]["name"] for p in left))
+                raise WaitTimeout(
+                    f"MiniCluster {root.name}: pods still there {timeout:.0f} s after its delete "
+                    f"({names}); their containers have not stopped"
+                ) from None
+
 
 def _ended(progress: Progress) -> bool:
     """The job ended before it came up: rank 0 finished or a pod failed (the

@@ -6,7 +6,8 @@ anything; ``on_pre_run`` runs once NNF has mounted the job's file systems
 (PreRun ready), reads where (fluxhop.rabbit.storage) and creates the
 MiniCluster mounting them, returning once it is up; ``on_post_run`` gives
 rank 0's exit code, keeps the tail of its log for the job and deletes the
-MiniCluster; ``on_teardown`` does the same for anything PostRun left.
+MiniCluster, returning once its pods are gone (NNF then unmounts what they
+mounted); ``on_teardown`` does the same for anything PostRun left.
 
 All are plain functions (no Flux handle, no globals) that are safe to call
 twice: a retried pre-run re-applies the same objects (placement is
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["LOG_LIMIT", "on_post_run", "on_pre_run", "on_setup", "on_teardown", "tail"]
 
 LOG_LIMIT = 50_000  # characters of rank 0's log kept for the job
+PODS_GONE_TIMEOUT = 90.0  # seconds for a deleted MiniCluster's pods to stop
 log = logging.getLogger("fluxhop.rabbit")
 
 
@@ -224,6 +226,9 @@ def _keep_log_and_delete(ops: MiniClusters, root: Root, save_log: Callable[[str]
             save_log(text)
     finally:
         ops.delete_root(root)
+    # NNF unmounts the file systems once the hook returns: no pod may still
+    # hold them (a broker stops within its grace period, 30 s by default)
+    ops.wait_pods_gone(root, timeout=PODS_GONE_TIMEOUT)
     log.info("deleted rabbit MiniCluster %s/%s", ops.kube.namespace, root.name)
 
 
