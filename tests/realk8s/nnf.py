@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fluxhop.rabbit.request import DEFAULT_IMAGE as RABBIT_IMAGE
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.dws import DWS_API, NNF_API
 
@@ -71,7 +72,7 @@ def container_profile(name: str = PROFILE, **data: Any) -> dict[str, Any]:
                 {"name": "DW_PERSISTENT_project_data", "optional": True},
                 {"name": "DW_GLOBAL_home", "optional": True},
             ],
-            "spec": {"containers": [{"name": "mpi", "image": "host"}]},
+            "spec": {"containers": [{"name": "mpi", "image": RABBIT_IMAGE}]},
             "numPorts": 2,
             **data,
         },

@@ -35,14 +35,20 @@ from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import established
 from tests.realk8s.dws import NNF_API, Dws
 from tests.realk8s.nnf import LUS_API, PROFILE, PROFILES, container_profile, lustre_crd
+from tests.realk8s.placing import REAL, REAL_NODES
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, kubectl
 from tests.realk8s.wlm import Wlm, rabbit_machine
 
 pytestmark = pytest.mark.usefixtures("needs_flux")
 
-RABBITS = ("node-a", "node-b")  # the test cluster's nodes that play rabbits
-COMPUTES = {"compute-1": "node-a", "compute-2": "node-a", "compute-3": "node-b"}
+RABBITS = tuple(node.name for node in REAL_NODES)  # the real nodes play rabbits
+COMPUTES = {"compute-1": RABBITS[0], "compute-2": RABBITS[0], "compute-3": RABBITS[1]}
+# NNF's label and taint on its rabbits: the MiniCluster's node selector and toleration
 RABBIT_LABEL = "cray.nnf.node"
+RABBIT_TAINT = {"key": RABBIT_LABEL, "value": "true", "effect": "NoSchedule"}
+# which directory of the file system is each compute node's (NNF's layout)
+DIRECTORIES = (f"compute-1={RABBITS[0]}-0 compute-2={RABBITS[0]}-1 "
+               f"compute-3={RABBITS[1]}-0")  # fmt: skip
 OWNER = Owner(uid=0, gid=0, user="root", groups=())
 SCRATCH = "#DW jobdw type=gfs2 capacity=10GiB name=scratch"
 CONTAINER = f"#DW container name=mpi profile={PROFILE} DW_JOB_scratch=scratch"
@@ -67,20 +73,27 @@ def rabbit_job(command: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def rabbits(cluster: LocalCluster) -> Iterator[None]:
-    """The rabbit nodes labelled as NNF labels them (the MiniCluster's node selector)."""
+def rabbits(cluster: LocalCluster, real_nodes: list[str]) -> Iterator[None]:
+    """The real nodes labelled and tainted as NNF labels and taints its
+    rabbits (the MiniCluster's node selector and toleration), NNF's taint
+    in place of the real nodes' own while the module runs: it keeps every
+    other pod off them as that one does."""
     with cluster.admin() as admin:
+        kept = {node: admin.get(f"/api/v1/nodes/{node}")["spec"].get("taints") or []
+                for node in RABBITS}  # fmt: skip
         for node in RABBITS:
-            admin.patch(
-                f"/api/v1/nodes/{node}", {"metadata": {"labels": {RABBIT_LABEL: "true"}}}, "merge"
-            )
+            admin.patch(f"/api/v1/nodes/{node}", {
+                "metadata": {"labels": {RABBIT_LABEL: "true"}},
+                "spec": {"taints": [*(t for t in kept[node] if t["key"] != REAL), RABBIT_TAINT]},
+            }, "merge")  # fmt: skip
         try:
             yield
         finally:
             for node in RABBITS:
-                admin.patch(
-                    f"/api/v1/nodes/{node}", {"metadata": {"labels": {RABBIT_LABEL: None}}}, "merge"
-                )
+                admin.patch(f"/api/v1/nodes/{node}", {
+                    "metadata": {"labels": {RABBIT_LABEL: None}},
+                    "spec": {"taints": kept[node]},
+                }, "merge")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +155,7 @@ def test_a_rabbit_minicluster_mounts_what_nnf_listed_and_its_files_land_there(
     persistent = machine.nnf.server_path(flow, 1)  # the persistent file system, where NNF put it
     assert sorted(p.name for p in persistent.iterdir()) == pods
     assert f"wrote {server}" in saved[0]
-    assert "dirs compute-1=node-a-0 compute-2=node-a-1 compute-3=node-b-0" in saved[0], saved
+    assert f"dirs {DIRECTORIES}" in saved[0], saved
     # NNF_CONTAINER_*: the pods that wrote the files, each resolvable by its peers
     assert f"peers {','.join(pods)}" in saved[0], saved
     assert all(saved[0].count(f"resolves {pod}") == len(pods) for pod in pods), saved
@@ -505,8 +518,5 @@ def test_hop_with_the_workflow_mounts_what_pre_run_would(cluster: LocalCluster, 
     ]
     env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
     assert env["DW_JOB_scratch"] == path
-    assert (
-        env["DW_JOB_scratch_DIRECTORIES"]
-        == "compute-1=node-a-0 compute-2=node-a-1 compute-3=node-b-0"
-    )
+    assert env["DW_JOB_scratch_DIRECTORIES"] == DIRECTORIES
     machine.finish(name)

@@ -19,7 +19,8 @@ so that they resolve unchanged through the nodes' mirror configuration:
   and ``/opt/views/view`` linking to the view, as the Flux Operator's view
   images lay it out;
 * ``fluxrm/flux-sched:bookworm``: the base with that Flux on PATH, for
-  MiniClusters whose image has Flux (``--flux-in-image``);
+  MiniClusters whose image has Flux (``--flux-in-image``), and the same
+  under the rabbit MiniClusters' default image (``RABBIT_IMAGE``);
 * the application images the examples name (``ubuntu:noble``,
   ``ubuntu:jammy``): Debian 12 with what Flux needs at run time
   (``RUNTIME_PACKAGES``), since the view's Flux was built on Debian 12 and
@@ -52,6 +53,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fluxhop.rabbit.request import DEFAULT_IMAGE as RABBIT_IMAGE
 from tests.caches import user_cache
 from tests.realflux import flux_prefix
 from tests.realk8s.binaries import bin_dir
@@ -96,6 +98,9 @@ APPLICATION_IMAGES = ("docker.io/library/ubuntu:noble", "docker.io/library/ubunt
 # An image with Flux installed (--flux-in-image): upstream's name for
 # flux-sched on Debian 12, here the base with the project's Flux on PATH.
 FLUX_IMAGE = "docker.io/fluxrm/flux-sched:bookworm"
+# the same under the image a rabbit MiniCluster runs unless its job names
+# another (rabbit.mpi.image; Flux in it, as add_flux is false there)
+IMAGES_WITH_FLUX = (FLUX_IMAGE, RABBIT_IMAGE)
 LAMMPS_IMAGE = "ghcr.io/converged-computing/metric-lammps:latest"
 # the tests' own, under a host the nodes mirror (node/config.py MIRRORED_HOSTS)
 MPI_IMAGE = "ghcr.io/fluxhop-test/mpi-matrix:bookworm"
@@ -259,9 +264,11 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
                 name: Image.make(blobs, [base], {**shell, "Cmd": ["/bin/bash"]})
                 for name in APPLICATION_IMAGES
             },
-            FLUX_IMAGE: Image.make(
-                blobs, [base, flux], {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}
-            ),
+            **{
+                name: Image.make(blobs, [base, flux],
+                                 {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]})
+                for name in IMAGES_WITH_FLUX
+            },
             LAMMPS_IMAGE: Image.make(blobs, [apps], {**shell, "Cmd": ["/bin/bash"]}),
             MPI_IMAGE: Image.make(blobs, [apps, flux, programs],
                                   {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}),
