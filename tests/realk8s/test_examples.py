@@ -9,8 +9,8 @@ tests/realk8s/mpi/, for the MPI hello examples). The header's own commands
 are run as a user would type them, with the waits a person does between
 them.
 
-What cannot run here is skipped with the reason: GPUs (none), rabbits
-(none), the OSU benchmarks (not packaged by Debian); Fluxion's example where
+What cannot run here is skipped with the reason: GPUs (none), the OSU
+benchmarks (not packaged by Debian); Fluxion's example where
 the flux-core found has no Fluxion beside it."""
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ EXAMPLE = {path.name: path for path in EXAMPLES}
 CANNOT_RUN = {
     "gpu-pytorch.yaml": "no PyTorch, and no real GPUs (node-r0's are the device plugin's "
     "stand-ins: tests/realk8s/test_gpus.py runs a GPU MiniCluster on them)",
-    "rabbit-mpi-jobspec.yaml": "no rabbits (Near Node Flash) and no DWS here",
     "osu-benchmarks.yaml": "the OSU Micro-Benchmarks are not installed (Debian does not package them)",
     "kueue-queued.yaml": "its quota (4 CPUs, 8Gi) is more than this machine has; "
     "tests/realk8s/test_kueue.py runs the same queue label (--queue sets it)",

@@ -29,6 +29,7 @@ import pytest
 import fluxhop
 from fluxhop.rabbit.hooks import on_post_run, on_pre_run, on_setup, on_teardown
 from fluxhop.rabbit.policy import Owner
+from tests.examples.gallery import EXAMPLES, read
 from tests.realk8s.api import Api
 from tests.realk8s.cleanup import RUN_DIR
 from tests.realk8s.cluster import LocalCluster
@@ -225,15 +226,17 @@ def test_bad_nnf_data_is_one_line_and_makes_nothing(cluster: LocalCluster, machi
 
 
 def run_to_post_run(cluster: LocalCluster, machine: Wlm, name: str, directives: list[str],
-                    command: str) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
-    """A job's Workflow to PostRun: its MiniCluster made at PreRun, its end
-    waited for and PostRun's hook called (exit code 0 asserted) before
-    PostRun is asked for. Returns the Workflow and the log's tail kept."""
+                    job: str | dict[str, Any]) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """A job's Workflow to PostRun: its MiniCluster made at PreRun (``job``:
+    a jobspec, or the command of one), its end waited for and PostRun's
+    hook called (exit code 0 asserted) before PostRun is asked for. Returns
+    the Workflow and the log's tail kept."""
     client = fluxhop.Client(namespace=machine.namespace, kubeconfig=cluster.admin_kubeconfig)
     saved: list[str] = []
+    jobspec = rabbit_job(job) if isinstance(job, str) else job
 
     def pre_run(flow: dict[str, Any]) -> None:
-        on_pre_run(rabbit_job(command), flow, RABBITS, OWNER, client, cxi_resource=None,
+        on_pre_run(jobspec, flow, RABBITS, OWNER, client, cxi_resource=None,
                    mount_root=str(machine.nnf.prefix))  # fmt: skip
 
     def post_run(flow: dict[str, Any]) -> None:
@@ -519,4 +522,30 @@ def test_hop_with_the_workflow_mounts_what_pre_run_would(cluster: LocalCluster, 
     env = {e["name"]: e.get("value") for e in template["containers"][0]["env"]}
     assert env["DW_JOB_scratch"] == path
     assert env["DW_JOB_scratch_DIRECTORIES"] == DIRECTORIES
+    machine.finish(name)
+
+
+def test_the_rabbit_jobspec_example_runs_lammps_on_the_rabbits(cluster: LocalCluster, machine: Wlm):
+    """examples/rabbit-mpi-jobspec.yaml as a site's DWS hooks take it: its
+    ``#DW`` directive on the job's Workflow, its ``rabbit.mpi.*`` the
+    MiniCluster made at PreRun: metric-lammps and the Flux view pulled by
+    the rabbits, LAMMPS on 2 of them. Changed only for this machine: the
+    Lennard-Jones melt input, as in the LAMMPS example (Debian builds LAMMPS
+    without the REAXFF its HNS input needs), and a rank per core (Flux finds
+    2 on each rabbit here, and refuses 8 ranks on 4 cores as unsatisfiable)."""
+    name = "fluxjob-lammps"
+    (jobspec,) = read(next(p for p in EXAMPLES if p.name == "rabbit-mpi-jobspec.yaml")).documents
+    mpi = jobspec["attributes"]["system"]["rabbit"]["mpi"]
+    assert (mpi["workdir"], mpi["nodes"], mpi["tasks"]) == (
+        "/opt/lammps/examples/reaxff/HNS",
+        len(RABBITS),
+        8,
+    ), mpi
+    mpi["workdir"] = "/opt/lammps/examples/melt"
+    mpi["command"] = mpi["command"].replace("-in in.reaxc.hns", "-in in.melt")
+    mpi["tasks"] = 2 * len(RABBITS)
+    directive = jobspec["attributes"]["system"]["dw"]
+    _, saved = run_to_post_run(cluster, machine, name, [directive], jobspec)
+    lines = saved[0].splitlines()
+    assert any(line.startswith("Loop time of ") and "on 4 procs" in line for line in lines), saved
     machine.finish(name)
