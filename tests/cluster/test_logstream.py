@@ -135,3 +135,15 @@ def test_a_log_that_keeps_ending_early_is_an_error_not_a_silent_end():
         follow(kube, time)
     assert len(kube.calls) == MAX_BREAKS + 1  # each after the status had its time
     assert time.slept >= (MAX_BREAKS + 1) * STATUS_LAG
+
+
+def test_the_kubelets_own_words_in_the_stream_are_not_the_containers():
+    """A real kubelet that cannot read a container's log any more (removed
+    under an eviction) writes so into the stream, without a timestamp: it
+    is not passed on as the job's output."""
+    kube = Kube(
+        [stamped(1, "first"), "unable to retrieve container logs for containerd://12ab"],
+        [stamped(1, "first")],
+        running=(False,),
+    )
+    assert follow(kube) == ["first\n"]

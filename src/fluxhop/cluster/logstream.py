@@ -9,7 +9,8 @@ the log is asked for again from a little before the last line passed on
 (``sinceSeconds``, the only form lightkube sends), and the lines up to that
 one are skipped. A stream that ends while the container still runs is
 followed again too; one whose kubelet cannot be reached any more ends here
-(the caller then watches the pod for how it ended).
+(the caller then watches the pod for how it ended). A line without a
+timestamp is the kubelet's, not the container's, and is not passed on.
 
 A stream also ends when the container's process does, and a real kubelet
 says so in the pod's status a moment later (its pod lifecycle relist runs
@@ -21,6 +22,8 @@ without following, for what a broken stream may have missed before the end.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,6 +43,12 @@ MAX_BREAKS = 10
 # and how often it is read meanwhile
 STATUS_LAG = 10.0
 STATUS_EVERY = 0.25
+# What every line of a log asked for with timestamps starts with. A line
+# without one is not the container's: the kubelet's own words, written into
+# the stream when it cannot read the log (a container removed under an
+# eviction: "unable to retrieve container logs for containerd://...")
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+log = logging.getLogger("fluxhop.logs")
 
 
 def stamp_key(stamp: str) -> tuple[str, str]:
@@ -89,6 +98,9 @@ def follow_log(
             lines = kube.log(pod, container, follow=not final, timestamps=True, since_seconds=since)
             for line in lines:
                 stamp, _, text = line.partition(" ")
+                if not STAMP.fullmatch(stamp):
+                    log.debug("pod %s: not a line of its log: %s", pod, line.rstrip())
+                    continue
                 key = stamp_key(stamp)
                 if last is not None and key < last:
                     continue  # passed on before the stream broke
