@@ -52,6 +52,7 @@ from tests.realk8s.kubelet.network import (
     GATEWAY,
     GUEST_DNS,
     GUEST_NODE_INDEX,
+    GUEST_REAL_NODE_INDEX,
     create_bridge,
     delete_everything,
     guest_address,
@@ -142,7 +143,13 @@ class LocalCluster(Nodes, Access):
         self.name = name
         self.full = name == "cluster"  # the test cluster: nodes, pods, the machine's pod network
         self.guest = not self.full and bool(nodes)  # pods on the test cluster's network
-        self.first_node = GUEST_NODE_INDEX if self.guest else 0  # its nodes' network indexes
+        # its nodes' network indexes: a guest's real nodes after the test
+        # cluster's (their pods' ranges stay below the Service range)
+        self.first_node = (
+            (GUEST_REAL_NODE_INDEX if any(n.real for n in nodes) else GUEST_NODE_INDEX)
+            if self.guest
+            else 0
+        )
         self.dns = GUEST_DNS if self.guest else GATEWAY
         self.workdir = RUN_DIR / name
         self.lock_file: Any = None
@@ -271,8 +278,10 @@ class LocalCluster(Nodes, Access):
             guest_address(True)
         self.ca = CA(self.workdir / "pki")
         self.api_port = free_port()
-        # the test cluster's on the bridge, where its real nodes reach it
-        self.api_address = GATEWAY if self.full else "127.0.0.1"
+        # on the bridge where real nodes reach it (the test cluster's, a guest's)
+        self.api_address = (
+            GATEWAY if self.full or any(n.real for n in self.node_specs) else "127.0.0.1"
+        )
         self.server = f"https://{self.api_address}:{self.api_port}"
         self.serving = self.ca.issue(
             "apiserver",
@@ -335,7 +344,7 @@ class LocalCluster(Nodes, Access):
         )
         for node in self.real_nodes.values():
             self.created_left += node.stop()
-        if self.real_nodes:
+        if self.real_nodes and self.full:  # a guest's nodes removed their own
             self.created_left += remove_cgroup(CGROUP_PARENT)
         self.real_nodes.clear()
         # the kubelets, and the controllers started beside the cluster (tests/realk8s/controllers.py)
@@ -346,7 +355,7 @@ class LocalCluster(Nodes, Access):
         elif self.guest:
             self._delete_guest_pods()
         self.created_left += remove_created(self.workdir)
-        restore_host(self.workdir / HOST_RECORD, RUN_DIR)
+        restore_host(self.workdir / HOST_RECORD, self.workdir)
         for name in control_plane:
             if name in self.processes:
                 self.processes[name].stop()

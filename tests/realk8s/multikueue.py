@@ -24,6 +24,7 @@ from tests.realk8s.api import Api
 from tests.realk8s.cluster import REPO, LocalCluster, NodeSpec, free_port
 from tests.realk8s.controllers import CONTROLLERS, Controller, Running, _kueue
 from tests.realk8s.deployment import deploy
+from tests.realk8s.placing import REAL
 from tests.realk8s.queues import KUEUE, local_queue
 from tests.realk8s.tools import eventually, kubectl
 
@@ -64,6 +65,7 @@ MANAGER_KUEUE = dataclasses.replace(CONTROLLERS["kueue"], config=_manager_config
 class Manager:
     cluster: LocalCluster
     operator_kubeconfig: Path  # deploy/'s ServiceAccount, on the manager
+    worker: LocalCluster  # its first worker, the test cluster
 
     def admin(self) -> Api:
         return self.cluster.admin()
@@ -155,7 +157,7 @@ def manager_of(worker: LocalCluster) -> Iterator[Manager]:
             _connected(api, local, WORKER)
             eventually("the admission check active", lambda: _active(
                 api, f"{KUEUE}/admissionchecks/{CHECK}"), 120)  # fmt: skip
-        yield Manager(local, operator)
+        yield Manager(local, operator, worker)
 
 
 @contextmanager
@@ -193,10 +195,14 @@ class SecondWorker:
 @contextmanager
 def second_worker_of(manager: Manager, first: LocalCluster) -> Iterator[SecondWorker]:
     """Worker ``WORKER2``, with nodes of its own on the test cluster's pod
-    network (a guest LocalCluster of two nodes), its own Kueue and
-    deploy/, added to the manager's workers for the life of the context."""
+    network (a guest LocalCluster of two nodes: real ones, placed as the
+    test cluster's, where it has real nodes), its own Kueue and deploy/,
+    added to the manager's workers for the life of the context."""
     nodes = [NodeSpec(f"w2-node-{x}", labels={"topology.kubernetes.io/zone": "zone-w2"})
-             for x in "ab"]  # fmt: skip
+             for x in "ab"] if not first.real_nodes else [
+        NodeSpec(f"w2-node-r{x}", labels={"topology.kubernetes.io/zone": "zone-w2", REAL: "yes"},
+                 taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}], real=True)
+        for x in "01"]  # fmt: skip
     with ExitStack() as stack:
         local = LocalCluster(first.bin, nodes, first.flux_prefix, name=WORKER2)
         operator = _started(stack, local, WORKER_KUEUE)

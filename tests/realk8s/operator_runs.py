@@ -8,8 +8,7 @@ allows:
   deploy/'s namespace; it reaches the API server through the `kubernetes`
   Service, as deploy/'s Deployment does (tests/realk8s/test_deploy.py);
 * **as a process here**, with a token of deploy/'s ServiceAccount, on a
-  cluster without real nodes: a MultiKueue manager (a control plane only)
-  and the guest worker (the Python kubelet's nodes).
+  cluster without real nodes: a MultiKueue manager (a control plane only).
 
 Either way deploy/'s ClusterRole, enforced by the API server, is all it may do.
 """

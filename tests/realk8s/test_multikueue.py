@@ -1,7 +1,8 @@
 """A MiniCluster resource dispatched by Kueue's MultiKueue (issue #38 item 3):
 created on a manager cluster (tests/realk8s/multikueue.py: a control plane
 with the real Kueue v0.17.0, no nodes), run on the worker (the test cluster,
-its own Kueue and ``fluxhop operator``) with real Flux, its status - phase,
+its own Kueue and ``fluxhop operator``) with real Flux in containers on its
+real nodes, its status - phase,
 exit code, the reason of a failure - back on the manager; deleted on the
 manager, gone from the worker; a second worker whose API server never
 answers is marked inactive and passed over. fluxhop operator runs on both:
@@ -9,6 +10,7 @@ on the manager it makes the resource's Workload and nothing else."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ from tests.realk8s.multikueue import (
     second_worker_of,
 )
 from tests.realk8s.outcomes import MINICLUSTERS
+from tests.realk8s.placing import flux_image, flux_image_flags
 from tests.realk8s.queues import (
     KUEUE,
     QUEUE_LABEL,
@@ -70,12 +73,18 @@ def both(cluster: LocalCluster, manager: Manager, deployed: Path,  # noqa: F811
             on_worker.stop()
 
 
-def dispatched(name: str, command: str | None, *, managed_by: str | None = MULTIKUEUE,
-               priority: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """Two brokers of one CPU on queue ``lq``; interactive without a command."""
-    container: dict[str, Any] = {"image": "host", "resources": {"requests": {"cpu": "1"}}}
+def dispatched(manager: Manager, name: str, command: str | None, *,
+               managed_by: str | None = MULTIKUEUE, priority: str | None = None,
+               ) -> dict[str, Any]:  # fmt: skip
+    """Two brokers of one CPU on queue ``lq``; interactive without a command;
+    an image with Flux, placed where the workers run it (their real nodes,
+    when the first worker has them)."""
+    image, placement = flux_image(manager.worker)
+    container: dict[str, Any] = {"image": image, "resources": {"requests": {"cpu": "1"}}}
     spec: dict[str, Any] = {"size": 2, "flux": {"container": {"disable": True}},
                             "containers": [container]}  # fmt: skip
+    if placement:
+        spec["pod"] = copy.deepcopy(placement)
     if command is None:
         spec["interactive"] = True
     else:
@@ -98,7 +107,7 @@ def run_on(manager: Manager, namespace: str, name: str,
     """``fluxhop run`` of two brokers on queue ``lq`` against the manager:
     rank 0 prints its argv and exits 3."""
     return fluxhop(manager.cluster, "run", "--target", "minicluster", "--namespace", namespace,
-                   "--queue", "lq", "--cpu", "1", "--flux-in-image", "--image", "host", "-N", "2",
+                   "--queue", "lq", "--cpu", "1", *flux_image_flags(manager.worker), "-N", "2",
                    "--name", name, *flags, "--", "sh", "-c",
                    'printf "[%s]" "a b" c; echo; exit 3', timeout=400)  # fmt: skip
 
@@ -117,7 +126,7 @@ def test_dispatched_to_the_worker_its_exit_shows_on_the_manager(
     path = f"{MINICLUSTERS.format(namespace)}/mk"
     with manager.admin() as api:
         command = f"""sh -c 'printf "[%s]" "a b" c; echo; exit {code}'"""
-        api.create(MINICLUSTERS.format(namespace), dispatched("mk", command))
+        api.create(MINICLUSTERS.format(namespace), dispatched(manager, "mk", command))
         # the worker's copy, MultiKueue's, run there by fluxhop operator (and
         # deleted by MultiKueue once it has ended: read while it runs)
         there = until("the worker's copy", on_worker, lambda: admin.find(path), 300)
@@ -170,12 +179,13 @@ def test_preempted_on_the_worker_it_is_queued_again_from_the_manager(
             workload_priority(where, "fluxhop-test-low", 10)
             workload_priority(where, "fluxhop-test-high", 1000)
         api.create(
-            MINICLUSTERS.format(namespace), dispatched("low", None, priority="fluxhop-test-low")
+            MINICLUSTERS.format(namespace),
+            dispatched(manager, "low", None, priority="fluxhop-test-low"),
         )
         until("low up on the worker", on_worker, lambda: condition(
             api.get(path), "Ready").get("status") == "True", 300)  # fmt: skip
         admin.create(MINICLUSTERS.format(namespace), dispatched(
-            "high", "true", managed_by=None, priority="fluxhop-test-high"))  # fmt: skip
+            manager, "high", "true", managed_by=None, priority="fluxhop-test-high"))  # fmt: skip
 
         def requeued() -> dict[str, Any] | None:
             (workload,) = workloads_of(api, namespace, "low")
@@ -255,7 +265,9 @@ def test_with_the_first_worker_full_the_second_one_gets_it(
     with real Flux."""
     _, on_worker = both
     # the first worker full: an interactive MiniCluster of its own has its quota
-    admin.create(MINICLUSTERS.format(namespace), dispatched("filler", None, managed_by=None))
+    admin.create(
+        MINICLUSTERS.format(namespace), dispatched(manager, "filler", None, managed_by=None)
+    )
     until("the first worker full", on_worker, lambda: condition(admin.get(
         f"{MINICLUSTERS.format(namespace)}/filler"), "Ready").get("status") == "True", 300)  # fmt: skip
     waited = run_on(manager, namespace, "waits", "--timeout", "20")
@@ -266,6 +278,7 @@ def test_with_the_first_worker_full_the_second_one_gets_it(
             ) in waited.stderr, waited.stderr  # fmt: skip
     with second_worker_of(manager, cluster) as second, second.cluster.admin() as there, \
             ExitStack() as stack:  # fmt: skip
+        assert bool(second.cluster.real_nodes) == bool(cluster.real_nodes)  # like the first
         there.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
         stack.enter_context(local_queue(there, namespace, "lq", {"cpu": "2"}))
         on_second = Operator(second.cluster, second.operator_kubeconfig, namespace,

@@ -28,6 +28,7 @@ __all__ = [
     "GATEWAY",
     "GUEST_DNS",
     "GUEST_NODE_INDEX",
+    "GUEST_REAL_NODE_INDEX",
     "NETNS_PREFIX",
     "NodeNetwork",
     "create_bridge",
@@ -53,6 +54,9 @@ BRIDGE_MAC = "02:66:68:6b:38:01"  # locally administered
 # e.g. a second MultiKueue worker): its nodes' indexes start here, so their
 # pods get 198.19.201.x and up, and its cluster DNS answers on GUEST_DNS.
 GUEST_NODE_INDEX = 200
+# a guest's real nodes: addresses 198.19.254.101 on, pods 198.18.101.0/24 on
+# (below the Service range, 198.18.128.0/17)
+GUEST_REAL_NODE_INDEX = 100
 GUEST_DNS = "198.19.255.1"
 NETNS_PREFIX = "fhk8s-"
 VETH_PREFIX = "fhk"
