@@ -48,7 +48,7 @@ from tests.realk8s.images.build import images_dir
 from tests.realk8s.images.peer_images import FLUX_OPERATOR_IMAGE, peer_images_current
 from tests.realk8s.placing import ON_REAL_NODES
 from tests.realk8s.processes import Process
-from tests.realk8s.tools import kubectl
+from tests.realk8s.tools import kubectl, pod_log
 
 __all__ = ["NAMESPACE", "USER", "FluxOperator", "missing_flux_operator"]
 
@@ -216,13 +216,7 @@ class FluxOperator:
         return self
 
     def _pod_log(self) -> str:
-        if self.pod is None:
-            return ""
-        with self.cluster.admin() as api:
-            try:
-                return str(api.text(f"{PODS}/{self.pod}/log"))
-            except ApiError:  # gone, or not started: nothing said
-                return ""
+        return pod_log(self.cluster, NAMESPACE, self.pod)
 
     # --- a process ----------------------------------------------------------------------
 

@@ -23,13 +23,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.realk8s.api import ApiError
 from tests.realk8s.cluster import LocalCluster, free_port
 from tests.realk8s.deployment import DEPLOY_NAMESPACE
 from tests.realk8s.images.build import images_dir
 from tests.realk8s.images.operator_image import deployed_template, operator_image_current
 from tests.realk8s.placing import ON_REAL_NODES
-from tests.realk8s.tools import command_env, eventually
+from tests.realk8s.tools import command_env, eventually, pod_log
 
 __all__ = ["Operator"]
 
@@ -71,13 +70,7 @@ class Operator:
             admin.create(PODS, body)
 
     def _pod_log(self) -> str:
-        if self.pod is None:
-            return ""
-        with self.cluster.admin() as admin:
-            try:
-                return str(admin.text(f"{PODS}/{self.pod}/log"))
-            except ApiError:  # not started yet, or gone: nothing said
-                return ""
+        return pod_log(self.cluster, DEPLOY_NAMESPACE, self.pod)
 
     # --- a process ----------------------------------------------------------------------
 

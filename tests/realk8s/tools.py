@@ -144,6 +144,18 @@ def pod_manifest(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def pod_log(cluster: LocalCluster, namespace: str, pod: str | None) -> str:
+    """What the pod's container has said so far ("" for no pod, one not
+    started yet or gone)."""
+    if pod is None:
+        return ""
+    with cluster.admin() as api:
+        try:
+            return str(api.text(f"/api/v1/namespaces/{namespace}/pods/{pod}/log"))
+        except ApiError:
+            return ""
+
+
 def wait_pod_phase(
     api: Api, namespace: str, name: str, *phases: str, timeout: float = 60
 ) -> dict[str, Any]:

@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fluxhop.rabbit.request import DEFAULT_IMAGE as RABBIT_IMAGE
@@ -344,10 +345,15 @@ def _operator_image(target: Path, registry: Path) -> int:
         print("images: the operator's image needs buildah (python -m tests.build installs it)",
               file=sys.stderr)  # fmt: skip
         return 1
+    return _built("the operator's image", build_operator_image, target, registry)
+
+
+def _built(what: str, build: Callable[[Path, Path], None], target: Path, registry: Path) -> int:
+    """``build`` into ``target``'s registry storage; 1 (and why) if it failed."""
     try:
-        build_operator_image(target, registry)
+        build(target, registry)
     except subprocess.CalledProcessError as error:
-        print(f"images: the operator's image: {error}", file=sys.stderr)
+        print(f"images: {what}: {error}", file=sys.stderr)
         return 1
     return 0
 
@@ -360,12 +366,7 @@ def _peer_images(target: Path, registry: Path) -> int:
     if missing:  # their tests skip, saying so
         print(f"images: no image for {', '.join(missing)}: not built (python -m tests.peers.build)")
         return 0
-    try:
-        build_peer_images(target, registry)
-    except subprocess.CalledProcessError as error:
-        print(f"images: the peers' images: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return _built("the peers' images", build_peer_images, target, registry)
 
 
 if __name__ == "__main__":
