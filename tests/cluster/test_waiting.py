@@ -141,3 +141,35 @@ def test_the_instance_is_up_once_rank_0_is_ready_and_every_pod_runs(
     monkeypatch.setattr(ops, "wait", lambda _root, until, **_: asked.setdefault("until", until))
     ops.wait_instance_up(root, timeout=1)
     assert asked["until"](Progress(2, {p["metadata"]["name"]: p for p in pods})) is up
+
+
+def test_pods_gone_waits_for_the_pods_the_garbage_collector_deletes(fake, ops, running):
+    """They outlive their root a while (their grace period, on a real
+    cluster): the wait ends once the last is gone."""
+    root, _ = running
+    fake.collected_pods_linger = 100  # controller steps
+    ops.delete_root(root)
+    assert fake.objects(kinds=("Pod",))  # still there, stopping
+    ops.wait_pods_gone(root, timeout=30)
+    assert fake.objects(kinds=("Pod",)) == []
+
+
+def test_pods_gone_is_not_cut_short_by_a_pod_that_could_never_start(fake, ops, running):
+    """A pod whose image cannot be pulled is stuck for a wait that it run,
+    not for one that it go: the wait goes on until it is gone."""
+    root, lead = running
+    fake.collected_pods_linger = 1000  # some seconds, for the change below to be seen
+    ops.delete_root(root)
+    listed = len(fake.requests)
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(ops.wait_pods_gone, root, timeout=60)
+        eventually(lambda: any(r.verb == "GET" and r.resource.endswith("pods")
+                               for r in fake.requests[listed:]))  # fmt: skip
+        with fake.changed:  # after the wait listed the pods: an event it sees
+            pod = fake.store[("Pod", "default", lead)]
+            pod["status"]["containerStatuses"][0]["state"] = {
+                "waiting": {"reason": "ImagePullBackOff", "message": "no such image"}
+            }
+            fake._bump("MODIFIED", "Pod", "default", pod)
+        waiting.result(timeout=60)
+    assert fake.objects(kinds=("Pod",)) == []

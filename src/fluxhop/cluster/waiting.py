@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fluxhop.cluster.podwatch import PodWatch
-from fluxhop.errors import Expired, NotFound, WaitTimeout
+from fluxhop.errors import Expired, NotFound, PodStuck, WaitTimeout
 from fluxhop.workload.marks import ROOT_KINDS
 from fluxhop.workload.pod_problems import pod_problem
 from fluxhop.workload.root import Root
@@ -231,6 +231,8 @@ class Waiting(PodWatch):
             try:
                 self.wait(root, lambda progress: not progress.pods,
                           timeout=self._remaining(deadline), since=newest)  # fmt: skip
+            except PodStuck:
+                continue  # a pod that could never start (its image): it goes all the same
             except WaitTimeout:
                 names = ", ".join(sorted(p["metadata"]["name"] for p in left))
                 raise WaitTimeout(
