@@ -147,18 +147,28 @@ def test_pods_gone_waits_for_the_pods_the_garbage_collector_deletes(fake, ops, r
     """They outlive their root a while (their grace period, on a real
     cluster): the wait ends once the last is gone."""
     root, _ = running
-    fake.collected_pods_linger = 100  # controller steps
+    fake.collected_pods_linger = 10**9  # until released below
     ops.delete_root(root)
     assert fake.objects(kinds=("Pod",))  # still there, stopping
-    ops.wait_pods_gone(root, timeout=30)
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(ops.wait_pods_gone, root, timeout=60)
+        assert not waiting.done()
+        release(fake)
+        waiting.result(timeout=60)
     assert fake.objects(kinds=("Pod",)) == []
+
+
+def release(fake) -> None:
+    """The lingering pods go on the controllers' next step."""
+    with fake.changed:
+        fake.lingering = dict.fromkeys(fake.lingering, 1)
 
 
 def test_pods_gone_is_not_cut_short_by_a_pod_that_could_never_start(fake, ops, running):
     """A pod whose image cannot be pulled is stuck for a wait that it run,
     not for one that it go: the wait goes on until it is gone."""
     root, lead = running
-    fake.collected_pods_linger = 1000  # some seconds, for the change below to be seen
+    fake.collected_pods_linger = 10**9  # until released below
     ops.delete_root(root)
     listed = len(fake.requests)
     with ThreadPoolExecutor(1) as pool:
@@ -171,5 +181,6 @@ def test_pods_gone_is_not_cut_short_by_a_pod_that_could_never_start(fake, ops, r
                 "waiting": {"reason": "ImagePullBackOff", "message": "no such image"}
             }
             fake._bump("MODIFIED", "Pod", "default", pod)
+        release(fake)
         waiting.result(timeout=60)
     assert fake.objects(kinds=("Pod",)) == []
