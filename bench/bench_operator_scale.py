@@ -7,8 +7,8 @@ Needs root and the builds (python -m tests.build: the test cluster and the
 Flux Operator). COUNT MiniClusters of size 1 are created in a fresh
 namespace with `fluxhop operator` running on it, then deleted; then the same
 in another fresh namespace with the Flux Operator running (never both at
-once: it watches every namespace). The one node's kubelet marks pods
-Running without starting anything (tests/realk8s/kubelet/marking.py): what
+once: it watches every namespace). The one node is kwok's: its pods read
+Running while nothing runs (tests/realk8s/kwok.py): what
 is measured is the operators, not Flux. Per operator and phase:
 
   create   the POSTs of all COUNT -> every MiniCluster has its Job (time),
@@ -376,7 +376,7 @@ def main() -> None:
         raise SystemExit(f"bench_operator_scale: {reason}")
     room = str(args.count + 100)
     node = NodeSpec("marker", capacity={"cpu": room, "memory": f"{room}Gi", "pods": room},
-                    mark_only=True)  # fmt: skip
+                    kwok=True)  # fmt: skip
     cluster = LocalCluster(bin_dir() or Path(), [node], audited=AUDITED).start()
     results: dict[str, dict[str, Any]] = {}
     try:

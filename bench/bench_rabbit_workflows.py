@@ -12,8 +12,8 @@ asked for, NNF's side played (tests/realk8s/nnf.py) until every one is
 ready, then fluxhop's hook for that state called on each Workflow in turn:
 `on_setup` at Setup, `on_pre_run` at PreRun (the MiniCluster is created and
 waited for: two pods on the two rabbits), `on_post_run` before PostRun is
-asked for, `on_teardown` at Teardown. The rabbits' kubelets mark pods
-Running without starting anything (tests/realk8s/kubelet/marking.py): what
+asked for, `on_teardown` at Teardown. The rabbits are kwok's nodes: their
+pods read Running while nothing runs (tests/realk8s/kwok.py): what
 is measured is the requests and the hooks, not Flux (tests/realk8s/
 test_rabbit_dws.py boots it).
 
@@ -310,7 +310,7 @@ def main() -> None:
         raise SystemExit(f"bench_rabbit_workflows: {reason}")
     room = str(2 * max(counts) + 100)
     nodes = [NodeSpec(rabbit, labels={"cray.nnf.node": "true"},
-                      capacity={"cpu": room, "memory": f"{room}Gi", "pods": room}, mark_only=True)
+                      capacity={"cpu": room, "memory": f"{room}Gi", "pods": room}, kwok=True)
              for rabbit in RABBITS]  # fmt: skip
     logging.getLogger("fluxhop").addHandler(COUNTED)
     logging.getLogger("fluxhop").setLevel(logging.INFO)

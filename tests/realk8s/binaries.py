@@ -68,6 +68,10 @@ PROGRAMS = {
     "ctr": ("containerd", "github.com/containerd/containerd/v2/cmd/ctr"),
     "runc": ("runc", "github.com/opencontainers/runc"),
     "registry": ("registry", "github.com/distribution/distribution/v3/cmd/registry"),
+    # a node whose pods read as running while nothing runs, for the scale
+    # benchmarks (tests/realk8s/kwok.py), and the Stages it starts with
+    "kwok": ("kwok", "sigs.k8s.io/kwok/cmd/kwok"),
+    "kwok-stages": ("kwok", "./stages"),
     **{
         f"cni/{plugin}": ("cni", f"github.com/containernetworking/plugins/plugins/{kind}/{plugin}")
         for kind, plugin in (

@@ -59,13 +59,13 @@ NODES = [
         )
         for name in ("node-d", "node-e")
     ),
-    # a node that marks its pods Running and starts nothing (kubelet/marking.py):
+    # a node whose pods read as running while nothing runs (kwok.py):
     # only pods that tolerate its taint land there
     NodeSpec(
         "node-m",
         labels={"topology.kubernetes.io/zone": "zone-m"},
         taints=[{"key": MARKED, "value": "yes", "effect": "NoSchedule"}],
-        mark_only=True,
+        kwok=True,
     ),
 ]
 # The API server's audit log holds the requests of this namespace's

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.realk8s import kwok
 from tests.realk8s.api import Api
 from tests.realk8s.binaries import KUBERNETES_VERSION
 from tests.realk8s.components import CLUSTER_DOMAIN
@@ -35,7 +36,7 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     capacity: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
-    mark_only: bool = False  # its pods are marked Running, nothing runs (kubelet/marking.py)
+    kwok: bool = False  # its pods read as running, nothing runs (kwok.py)
     real: bool = False  # a real kubelet with containerd and runc (tests/realk8s/node)
 
 
@@ -97,6 +98,9 @@ class Nodes:
         return view
 
     def _kubelet(self, index: int, spec: NodeSpec) -> None:
+        if spec.kwok:
+            self._kwok(index, spec)
+            return
         if spec.real:
             peers = list(self.real_nodes.values())
             node = RealNode(self, self.first_node + index, spec)
@@ -131,7 +135,6 @@ class Nodes:
             "images": self.images(),
             "labels": {"topology.kubernetes.io/zone": "zone-a", **spec.labels},
             "kubernetes_version": KUBERNETES_VERSION,
-            "mark_only": spec.mark_only,
         }
         path = root / "config.json"
         path.write_text(json.dumps(config))
@@ -143,6 +146,18 @@ class Nodes:
             env=env,
         )
         self.processes[process.name] = process.start()
+
+    def _kwok(self, index: int, spec: NodeSpec) -> None:
+        # cluster-wide rights, as kwokctl gives it: it lists every node to
+        # find its own, which the Node authorizer refuses a node
+        pair = self.ca.issue(f"kwok-{spec.name}", f"kwok-{spec.name}", groups=("system:masters",))
+        address = f"198.19.254.{self.first_node + index + 1}"  # a real node's would be
+        node = kwok.node_object(spec.name, address, spec.labels, spec.taints, spec.capacity)
+        with Api(self.credentials()) as api:
+            process = kwok.start(
+                api, self.kubeconfig(f"kwok-{spec.name}", pair=pair), self.bin, self.workdir, node
+            )
+        self.processes[process.name] = process
 
     def stop_kubelet(self, node: str) -> None:
         """Kill a node's kubelet (a fault): its pods run on, unseen; its

@@ -1,10 +1,11 @@
 """The tools of the scale benchmark (bench/bench_operator_scale.py) under the
-real control plane: a node whose kubelet marks pods Running and starts
-nothing (kubelet/marking.py), and the API server's audit log, read back by
+real control plane: kwok's node, whose pods read as running while nothing
+runs (kwok.py), and the API server's audit log, read back by
 tests/realk8s/audit.py. Nothing here needs Flux."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 import uuid
@@ -13,6 +14,7 @@ from tests.realk8s import audit
 from tests.realk8s.api import Api, ApiError, Credentials
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.conftest import AUDITED_NAMESPACE, MARKED
+from tests.realk8s.kwok import POD_CIDR
 from tests.realk8s.tools import eventually, pod_manifest, wait_pod_phase
 
 TOLERATE = [{"key": MARKED, "operator": "Exists", "effect": "NoSchedule"}]
@@ -38,7 +40,8 @@ def test_a_marked_pod_runs_nothing_yet_reads_as_running_and_goes_at_once(
     (main,) = pod["status"]["containerStatuses"]
     assert "running" in main["state"] and main["ready"]
     ready = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
-    assert ready["Ready"] == "True" and not pod["status"].get("podIP")
+    assert ready["Ready"] == "True"
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(POD_CIDR)
     assert not (cluster.workdir / "marked-ran").exists()
     admin.delete(f"{pods}/m")  # a grace period of 600 s, yet gone at once: nothing to stop
     eventually("the pod gone", lambda: not _exists(admin, f"{pods}/m"), timeout=30)

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.realk8s.api import Api, ApiError, Credentials
-from tests.realk8s.kubelet.marking import mark
 from tests.realk8s.kubelet.network import NodeNetwork
 from tests.realk8s.kubelet.pods import PodWorker
 from tests.realk8s.kubelet.status import now
@@ -63,8 +62,6 @@ class NodeConfig:
     images: dict[str, dict[str, str]] = field(default_factory=dict)
     lease_renew: float = 2.0
     kubernetes_version: str = "v1.36.3"
-    # mark pods Running without starting anything (tests/realk8s/kubelet/marking.py)
-    mark_only: bool = False
 
 
 class Kubelet:
@@ -235,9 +232,6 @@ class Kubelet:
             self.done.add(uid)
 
     def sync(self, kind: str, pod: dict[str, Any]) -> None:
-        if self.config.mark_only:
-            mark(self, kind, pod)
-            return
         uid = pod["metadata"]["uid"]
         with self.lock:
             worker = self.workers.get(uid)
