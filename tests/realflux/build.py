@@ -2,8 +2,9 @@
 
 flux-core and flux-sched (Fluxion) from the release tarballs in
 ``../shared/upstream/flux/`` are built into one prefix (``install.py`` says
-where), so that ``flux`` loads Fluxion as every Flux view image does. Nothing
-happens when that prefix is complete; an incomplete one (a killed build) is
+where), so that ``flux`` loads Fluxion as every Flux view image does; and
+flux-core once more for /usr, beside it (``build_in_usr``), for the images
+with Flux installed. Nothing happens when both are complete; an incomplete one (a killed build) is
 built again. The Debian packages the build needs are installed with apt-get
 where this runs as root, and named in one line where it cannot.
 
@@ -34,6 +35,8 @@ from tests.realflux.install import (
     prefix_dir,
     tarballs,
     upstream_flux,
+    usr_complete,
+    usr_tree,
 )
 
 # What flux-core 0.88 and flux-sched 0.54 need on Debian 12 to build (the
@@ -126,6 +129,14 @@ def unpack(tarball: Tarball, into: Path) -> Path:
 
 
 def build_core(tarball: Tarball, source: Path, prefix: Path, log: Path) -> None:
+    make_core(tarball, source, log, [f"--prefix={prefix}"])
+
+
+def make_core(
+    tarball: Tarball, source: Path, log: Path, locations: list[str], destdir: Path | None = None
+) -> None:
+    """Configure flux-core with ``locations``, build it and install it
+    (into ``destdir`` when given, as a package's staging root)."""
     # A release tarball of a tag is its git tree: no configure, and no git
     # history for the version, which FLUX_VERSION gives instead.
     run("flux-core autogen", ["./autogen.sh"], source, log, FLUX_VERSION=tarball.version)
@@ -133,7 +144,7 @@ def build_core(tarball: Tarball, source: Path, prefix: Path, log: Path) -> None:
         "flux-core configure",
         [
             "./configure",
-            f"--prefix={prefix}",
+            *locations,
             "--disable-docs",
             f"PYTHON={PYTHON}",
             "LUA=/usr/bin/lua5.3",  # Debian's lua-posix serves 5.1-5.3, not 5.4
@@ -145,7 +156,8 @@ def build_core(tarball: Tarball, source: Path, prefix: Path, log: Path) -> None:
         log,
     )
     run("flux-core make", ["make", f"-j{JOBS}"], source, log)
-    run("flux-core make install", ["make", "install"], source, log)
+    staged = [f"DESTDIR={destdir}"] if destdir else []
+    run("flux-core make install", ["make", "install", *staged], source, log)
 
 
 def installed_outputs(build: Path) -> list[str]:
@@ -224,25 +236,80 @@ def build(prefix: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def build_in_usr(prefix: Path) -> None:
+    """The build in the prefix, for /usr: flux-core configured for /usr
+    and staged into ``usr_tree(prefix)``, and Fluxion's files from the
+    prefix placed where a /usr install places them. Fluxion is not built
+    again: it compiles in no path of its own (only a RUNPATH into the
+    prefix, which the loader passes over where it is absent), and its
+    build is most of Flux's (flux-core takes about 2 min of 14 cold)."""
+    sources = tarballs()
+    assert sources is not None
+    install_packages()
+    tree = usr_tree(prefix)
+    shutil.rmtree(tree, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".src-", dir=prefix.parent))
+    log = prefix.parent / f"{tree.name}.log"
+    log.write_text("")
+    try:
+        started = time.monotonic()
+        tarball = sources[FLUX_CORE]
+        locations = ["--prefix=/usr", "--sysconfdir=/etc", "--localstatedir=/var"]
+        make_core(tarball, unpack(tarball, scratch), log, locations, destdir=tree)
+        place_fluxion(prefix, tree)
+        (tree / STAMP).write_text((prefix / STAMP).read_text())
+        print(f"built flux-core {tarball.version} for /usr in {time.monotonic() - started:.0f} s")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def in_usr(relative: Path) -> Path:
+    """Where a /usr install has what the prefix has at ``relative`` (pure)."""
+    return relative if relative.parts[0] in ("etc", "var") else Path("usr") / relative
+
+
+def place_fluxion(prefix: Path, tree: Path) -> None:
+    """Whatever the prefix has that flux-core's /usr install does not -
+    Fluxion's modules, library, rc scripts, Python package and the link to
+    it - at its /usr place; a link into the prefix points at that place."""
+    for path in sorted(prefix.rglob("*")):
+        relative = path.relative_to(prefix)
+        target = tree / in_usr(relative)
+        if relative.name == STAMP or os.path.lexists(target):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            target.mkdir(parents=True)
+        elif path.is_symlink():
+            link = Path(os.readlink(path))
+            if link.is_absolute() and link.is_relative_to(prefix):
+                link = Path("/") / in_usr(link.relative_to(prefix))
+            target.symlink_to(link)
+        else:
+            shutil.copy2(path, target)
+
+
 def main() -> int:
     prefix = prefix_dir()
     if prefix is None:
         print(f"build: no Flux release tarballs in {upstream_flux()}", file=sys.stderr)
         return 1
-    if complete(prefix):
+    if complete(prefix) and usr_complete(prefix):
         print(f"Flux: up to date in {prefix}")
         return 0
-    print(f"building flux-core and flux-sched into {prefix}", flush=True)
     try:
-        build(prefix)
+        if not complete(prefix):
+            print(f"building flux-core and flux-sched into {prefix}", flush=True)
+            build(prefix)
+        print(f"building flux-core for /usr into {usr_tree(prefix)}", flush=True)
+        build_in_usr(prefix)
     except BuildError as error:
         print(f"build: {error}", file=sys.stderr)
         return 1
     # builds of tarballs that are gone (only ours: /opt/software is shared)
     for old in cache_root().glob(f"{FLUX_CORE}-*"):
-        if old.is_dir() and old != prefix:
+        if old.is_dir() and old not in (prefix, usr_tree(prefix)):
             shutil.rmtree(old, ignore_errors=True)
-    print(f"Flux: built in {prefix}")
+    print(f"Flux: built in {prefix} and, for /usr, in {usr_tree(prefix)}")
     return 0
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "prefix_dir",
     "tarballs",
     "upstream_flux",
+    "usr_complete",
+    "usr_tree",
 ]
 
 CACHE_VARIABLE = "FLUXHOP_FLUX_CACHE"
@@ -110,6 +112,20 @@ def prefix_dir() -> Path | None:
 
 def complete(prefix: Path) -> bool:
     return (prefix / STAMP).is_file() and (prefix / "bin" / "flux").is_file()
+
+
+def usr_tree(prefix: Path) -> Path:
+    """The same Flux installed for /usr, beside the prefix: a root of
+    ``usr/``, ``etc/`` and ``var/`` that an image with Flux installed
+    carries, as upstream's ``fluxrm/flux-sched`` images have it (the Flux
+    Operator, its view disabled, mounts an emptyDir over /opt/software, so
+    the prefix cannot be there)."""
+    return prefix.with_name(f"{prefix.name}-in-usr")
+
+
+def usr_complete(prefix: Path) -> bool:
+    tree = usr_tree(prefix)
+    return (tree / STAMP).is_file() and (tree / "usr" / "bin" / "flux").is_file()
 
 
 def built_prefix() -> Path | None:

@@ -5,6 +5,7 @@ itself is proven by every real-Flux test, which runs what it made."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -102,3 +103,29 @@ def test_only_what_is_installed_is_built(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(build.subprocess, "run", ninja)
     assert build.installed_outputs(tmp_path) == ["sub/libx.so"]
+
+
+def test_fluxion_is_placed_where_a_usr_install_puts_it(tmp_path: Path):
+    """What the prefix has and flux-core's /usr install has not (Fluxion)
+    goes to its /usr place; a link into the prefix follows it there; what
+    flux-core installed for /usr is left as it is."""
+    prefix, tree = tmp_path / "opt" / "flux", tmp_path / "tree"
+    for relative in ("lib/flux/modules/sched-fluxion-resource.so", "lib/flux/modules/kvs.so",
+                     "etc/flux/rc1.d/01-sched-fluxion", "local/lib/python3.11/fluxion/x.py"):  # fmt: skip
+        (prefix / relative).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / relative).write_text(f"prefix's {relative}")
+    (prefix / "lib" / "fluxion").symlink_to(prefix / "local" / "lib" / "python3.11" / "fluxion")
+    (prefix / install.STAMP).write_text("built\n")
+    (tree / "usr" / "lib" / "flux" / "modules").mkdir(parents=True)
+    (tree / "usr" / "lib" / "flux" / "modules" / "kvs.so").write_text("built for /usr")
+
+    build.place_fluxion(prefix, tree)
+
+    modules = tree / "usr" / "lib" / "flux" / "modules"
+    assert (modules / "kvs.so").read_text() == "built for /usr"
+    assert (modules / "sched-fluxion-resource.so").read_text().startswith("prefix's")
+    assert (tree / "etc" / "flux" / "rc1.d" / "01-sched-fluxion").is_file()  # sysconfdir /etc
+    assert (tree / "usr" / "local" / "lib" / "python3.11" / "fluxion" / "x.py").is_file()
+    link = tree / "usr" / "lib" / "fluxion"
+    assert os.readlink(link) == "/usr/local/lib/python3.11/fluxion"
+    assert not (tree / "usr" / install.STAMP).exists()

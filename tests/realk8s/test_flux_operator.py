@@ -4,15 +4,13 @@ ServiceAccount and ClusterRole, its pods running real Flux in both of its
 modes: Flux from its view image (the view init container copies the Flux
 install into a shared volume) and Flux in the application image
 (``flux.container.disable``). On the real nodes it runs as upstream's
-Deployment from its image (its binary on Debian with libczmq). The view on
-the real nodes when the cluster has them: the view image built here (the
-project's Flux as a Spack tree) and the example's ``ubuntu:noble``,
-pulled. Flux in the application image on the Python kubelet's nodes, the
-host standing in for the image: the Flux Operator mounts an emptyDir over
-``/opt/software`` in every pod and, with the view disabled, copies nothing
-into it (pkg/flux/view.go), and the Flux built here lives there, as the
-view images' Spack tree needs it (upstream's flux-sched images install
-Flux in /usr)."""
+Deployment from its image (its binary on Debian with libczmq). Both on the
+real nodes when the cluster has them: the view image built here (the
+project's Flux as a Spack tree in /opt/software) and the example's
+``ubuntu:noble``, pulled; with the view disabled, an image with Flux
+installed in /usr, as upstream's flux-sched images have it: the Flux
+Operator mounts an emptyDir over ``/opt/software`` in every pod and, with
+the view disabled, copies nothing into it (pkg/flux/view.go)."""
 
 from __future__ import annotations
 
@@ -41,10 +39,14 @@ def test_its_view_image_gives_the_pods_flux(
     assert pod_spec["initContainers"][0]["image"].endswith("flux-view-ubuntu:tag-noble")
 
 
-def test_flux_in_the_application_image(admin: Api, namespace: str, flux_operator: FluxOperator):
+def test_flux_in_the_application_image(
+    cluster: LocalCluster, admin: Api, namespace: str, flux_operator: FluxOperator
+):
     document = upstream_example("tests__hello-world__minicluster.yaml")
     document["spec"]["size"] = 2
     document["spec"]["flux"] = {"container": {"disable": True}}
+    document["spec"]["containers"][0]["image"] = "host"  # an image with Flux installed
+    document = placed_minicluster(cluster, document)
     outcome = run(admin, namespace, document, flux_operator=True, timeout=200)
     assert outcome.finished == "Succeeded", flux_operator.log()
     assert "hello world" in outcome.rank0_log.split("\n"), outcome.rank0_log

@@ -37,7 +37,7 @@ from tests.realk8s.disturbances import (
     edited_while_running,
     lose_the_lead,
 )
-from tests.realk8s.images.build import MPI_IMAGE
+from tests.realk8s.images.build import FLUX_IMAGE, MPI_IMAGE
 from tests.realk8s.outcomes import (
     KINDS,
     MINICLUSTERS,
@@ -107,7 +107,11 @@ def _limited(command: str, cpu: int) -> dict[str, Any]:
 def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
     named = {
         "hello-world": upstream_example("tests__hello-world__minicluster.yaml"),
-        "view-disabled": _hello(flux={"container": {"disable": True}}),
+        # the view disabled: Flux must be in the application image, in /usr
+        # (the Flux Operator mounts an emptyDir over /opt/software in every pod)
+        "view-disabled": _with_image(_hello(flux={"container": {"disable": True}}), FLUX_IMAGE)
+        if cluster.real_nodes
+        else _hello(flux={"container": {"disable": True}}),
         # no quotes: the Flux Operator splits a command on spaces, quotes and all
         "exit-124": _command(FAILING),
         "exit-124-strict": _command(FAILING, logging={"quiet": True, "strict": True}),
@@ -128,12 +132,8 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
     }
     for key, document in named.items():
         document["metadata"]["name"] = key  # one namespace holds them all
-    # on the real nodes, in the images the examples name (built here) - but
-    # view-disabled: the Flux Operator mounts an emptyDir over /opt/software
-    # in every pod, where the one Flux built here lives, so an image with
-    # Flux needs a second Flux build elsewhere; it runs on the Python kubelet
-    return {key: document if key == "view-disabled" else on_real_nodes(cluster, document)
-            for key, document in named.items()}  # fmt: skip
+    # on the real nodes, in the images the examples name (built here)
+    return {key: on_real_nodes(cluster, document) for key, document in named.items()}
 
 
 @dataclass

@@ -18,8 +18,10 @@ so that they resolve unchanged through the nodes' mirror configuration:
   ``/opt/views/._view/<hash>`` whose files are links into it, ``/opt/view``
   and ``/opt/views/view`` linking to the view, as the Flux Operator's view
   images lay it out;
-* ``fluxrm/flux-sched:bookworm``: the base with that Flux on PATH, for
-  MiniClusters whose image has Flux (``--flux-in-image``), and the same
+* ``fluxrm/flux-sched:bookworm``: the base with that Flux installed in
+  /usr, as upstream's image has it (the same build for /usr,
+  tests/realflux ``build_in_usr``), for MiniClusters whose image has Flux
+  (``--flux-in-image``, the Flux Operator's view disabled), and the same
   under the rabbit MiniClusters' default image (``RABBIT_IMAGE``);
 * the application images the examples name (``ubuntu:noble``,
   ``ubuntu:jammy``): Debian 12 with what Flux needs at run time
@@ -29,7 +31,7 @@ so that they resolve unchanged through the nodes' mirror configuration:
 * ``metric-lammps:latest`` (``LAMMPS_IMAGE``, which the LAMMPS examples
   name): that base with Debian's LAMMPS (built with Open MPI) and its
   examples where the upstream image has them (``/opt/lammps/examples``);
-* ``MPI_IMAGE``: that one with the Flux of ``FLUX_IMAGE``, MPICH's runtime
+* ``MPI_IMAGE``: that one with Flux in /usr as ``FLUX_IMAGE`` has it, MPICH's runtime
   beside Open MPI's, and the MPI matrix's program (tests/realk8s/mpi) built
   here by each flavour's compiler wrapper (``/usr/local/bin/matrix-<flavour>``);
 * ``python:3.12-slim`` (``BASE_IMAGE``, the operator Dockerfile's base):
@@ -57,6 +59,7 @@ from pathlib import Path
 from fluxhop.rabbit.request import DEFAULT_IMAGE as RABBIT_IMAGE
 from tests.caches import user_cache
 from tests.realflux import flux_prefix
+from tests.realflux.install import usr_complete, usr_tree
 from tests.realk8s.binaries import bin_dir
 from tests.realk8s.images.debian import SUITE, debian_layer
 from tests.realk8s.images.oci import Blobs, Image, Layer, push, tree_entries
@@ -97,7 +100,7 @@ FLUX_VIEW_IMAGES = (
 )
 APPLICATION_IMAGES = ("docker.io/library/ubuntu:noble", "docker.io/library/ubuntu:jammy")
 # An image with Flux installed (--flux-in-image): upstream's name for
-# flux-sched on Debian 12, here the base with the project's Flux on PATH.
+# flux-sched on Debian 12, here the base with the project's Flux in /usr.
 FLUX_IMAGE = "docker.io/fluxrm/flux-sched:bookworm"
 # the same under the image a rabbit MiniCluster runs unless its job names
 # another (rabbit.mpi.image; Flux in it, as add_flux is false there)
@@ -234,6 +237,14 @@ def view_entries(prefix: Path) -> list[tuple[str, Path | str | None]]:
     return entries
 
 
+def usr_entries(tree: Path) -> list[tuple[str, Path | str | None]]:
+    """Flux installed for /usr (``tree``: its usr/, etc/, var/) at the root."""
+    entries: list[tuple[str, Path | str | None]] = []
+    for top in sorted(p for p in tree.iterdir() if p.is_dir()):
+        entries += tree_entries(top, top.name)
+    return entries
+
+
 def build(target: Path, prefix: Path, registry_binary: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
@@ -246,6 +257,7 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
         )
         started = time.monotonic()
         flux = blobs.layer_from_entries(view_entries(prefix))
+        installed = blobs.layer_from_entries(usr_entries(usr_tree(prefix)))
         pause = pause_layer(blobs, scratch)
         print(f"the Flux view and pause layers in {time.monotonic() - started:.0f} s", flush=True)
         started = time.monotonic()
@@ -266,13 +278,11 @@ def build(target: Path, prefix: Path, registry_binary: Path) -> None:
                 for name in APPLICATION_IMAGES
             },
             **{
-                name: Image.make(blobs, [base, flux],
-                                 {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]})
+                name: Image.make(blobs, [base, installed], {**shell, "Cmd": ["/bin/bash"]})
                 for name in IMAGES_WITH_FLUX
             },
             LAMMPS_IMAGE: Image.make(blobs, [apps], {**shell, "Cmd": ["/bin/bash"]}),
-            MPI_IMAGE: Image.make(blobs, [apps, flux, programs],
-                                  {"Env": [f"PATH={prefix}/bin:{path}"], "Cmd": ["/bin/bash"]}),
+            MPI_IMAGE: Image.make(blobs, [apps, installed, programs], {**shell, "Cmd": ["/bin/bash"]}),
             BASE_IMAGE: Image.make(blobs, [python], {**shell, "Cmd": ["python3"]}),
         }  # fmt: skip
         storage = target / "registry"
@@ -306,6 +316,10 @@ def main() -> int:
             f"images: the Flux view needs Flux built under /opt/software, not {prefix}",
             file=sys.stderr,
         )
+        return 1
+    if not usr_complete(prefix):
+        print(f"images: no Flux built for /usr in {usr_tree(prefix)} (python -m tests.realflux.build)",
+              file=sys.stderr)  # fmt: skip
         return 1
     binaries = bin_dir()
     if binaries is None or not (binaries / "registry").is_file():
