@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import statistics
 import subprocess
 import sys
@@ -44,11 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.conformance import CONFORMANCE
 from tests.realflux import flux_prefix, missing_flux
 from tests.realk8s.api import Api
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import LocalCluster, NodeSpec, free_port
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.cluster import LocalCluster, free_port, missing_cluster
 from tests.realk8s.controllers import CONTROLLERS, Running
 from tests.realk8s.deployment import deploy
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
+from tests.realk8s.images.build import FLUX_IMAGE
+from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import FLUXHOP, command_env
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -174,7 +175,7 @@ class Bench:
     # --- the systems --------------------------------------------------------------
     def fluxhop_run(self, size: int, mode: str) -> Callable[[Api, str], Callable[[], float]]:
         image = (
-            ["--flux-in-image", "--image", "host"]
+            ["--flux-in-image", "--image", FLUX_IMAGE]
             if mode == IN_IMAGE
             else ["--image", "ubuntu:noble"]
         )
@@ -192,11 +193,12 @@ class Bench:
     def minicluster(size: int, mode: str, namespace: str) -> dict[str, Any]:
         """The resource both operators get: quiet, `hostname` on every rank."""
         flux = {"container": {"disable": True}} if mode == IN_IMAGE else {}
+        image = FLUX_IMAGE if mode == IN_IMAGE else "ubuntu:noble"
         return {
             "apiVersion": "flux-framework.org/v1alpha2", "kind": "MiniCluster",
             "metadata": {"name": "lead", "namespace": namespace},
             "spec": {"size": size, "tasks": size, "logging": {"quiet": True}, "flux": flux,
-                     "containers": [{"image": "ubuntu:noble", "command": "hostname"}]},
+                     "containers": [{"image": image, "command": "hostname"}]},
         }  # fmt: skip
 
     def fluxhop_operator(self, size: int, mode: str) -> Callable[[Api, str], Callable[[], float]]:
@@ -346,14 +348,13 @@ def main() -> None:
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise SystemExit(f"bench_anchors: no system {unknown[0]!r}; systems: {', '.join(SYSTEMS)}")
-    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
+    reason = missing_cluster() or missing_flux()
     if "Flux Operator" in systems:
         reason = reason or missing_flux_operator()
     if reason:
         raise SystemExit(f"bench_anchors: {reason}")
     sizes = [int(n) for n in args.sizes.split(",")]
-    nodes = [NodeSpec(f"node-{i}", capacity={"cpu": "16", "pods": "110"}) for i in range(3)]
-    cluster = LocalCluster(bin_dir() or Path(), nodes, flux_prefix=flux_prefix()).start()
+    cluster = LocalCluster(bin_dir() or Path(), REAL_NODES, flux_prefix=flux_prefix()).start()
     controllers = []
     try:
         if {"Kubeflow Trainer", "fluxhop trainer run"} & set(systems):

@@ -42,8 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx2
 from tests.realflux import flux_prefix, missing_flux
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import LocalCluster, NodeSpec
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.cluster import LocalCluster, missing_cluster
+from tests.realk8s.images.build import FLUX_IMAGE
+from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import FLUXHOP, command_env
 
 from fluxhop.cli import main as fluxhop_main
@@ -139,12 +141,11 @@ def one_run(namespace: str, env: dict[str, str]) -> dict[str, float]:
 
 
 def started_cluster(bench: str) -> LocalCluster:
-    """The test cluster with two nodes, started; or exit saying what is missing."""
-    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
+    """The test cluster with its two real nodes, started; or exit saying what is missing."""
+    reason = missing_cluster() or missing_flux()
     if reason:
         raise SystemExit(f"{bench}: {reason}")
-    cluster = LocalCluster(bin_dir() or Path(), [NodeSpec("node-0"), NodeSpec("node-1")],
-                           flux_prefix=flux_prefix())  # fmt: skip
+    cluster = LocalCluster(bin_dir() or Path(), REAL_NODES, flux_prefix=flux_prefix())
     cluster.start()
     return cluster
 
@@ -160,7 +161,7 @@ def main() -> None:
         with cluster.admin() as api:
             api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
         cli(env, "create", "--namespace", namespace, "--name", NAME, "-N", "1", "--max-size", "2",
-            "--flux-in-image", "--image", "host")  # fmt: skip
+            "--flux-in-image", "--image", FLUX_IMAGE)  # fmt: skip
         runs = [one_run(namespace, env) for _ in range(args.runs)]
         print(f"autoscaling a MiniCluster 1 -> 2 for a 2-node job (median of {args.runs}):")
         for key in runs[0]:

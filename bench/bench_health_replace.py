@@ -50,6 +50,7 @@ from tests.documents import minicluster_doc
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.deployment import deploy
+from tests.realk8s.images.build import FLUX_IMAGE
 from tests.realk8s.replacing import lift_unhealthy_taints, running_pod
 from tests.realk8s.test_operator import Operator
 from tests.realk8s.tools import command_env
@@ -140,7 +141,7 @@ def main() -> None:
             operator = Operator(cluster, config, namespace, log, "--health-interval", "1")
             check = {"name": "sick", "command": SICK, "intervalSeconds": args.interval,
                      "timeoutSeconds": timeout}  # fmt: skip
-            doc = minicluster_doc(NAME, size=2, interactive=True, containers=[{"image": "host"}],
+            doc = minicluster_doc(NAME, size=2, interactive=True, containers=[{"image": FLUX_IMAGE}],
                                   flux={"container": {"disable": True}},
                                   health={"onFailure": "replace", "checks": [check]})  # fmt: skip
             watched = Watched(cluster, api, namespace)

@@ -39,10 +39,13 @@ import time
 import uuid
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_autoscale, beside it
 
 from tests.realk8s.api import Api
+from tests.realk8s.placing import placed_minicluster
 from tests.realk8s.replacing import running_pod
 from tests.realk8s.test_lead_state import DOCUMENT, NAME, POLICY, policy_in_force
 from tests.realk8s.tools import command_env, kubectl
@@ -141,7 +144,9 @@ def main() -> None:
             until("the policy in force", lambda: policy_in_force(cluster, namespace))
             lasting = Lasting(env, api, namespace)
             document = Path(root).parent / f"{namespace}.yaml"
-            document.write_text(DOCUMENT)
+            document.write_text(
+                yaml.safe_dump(placed_minicluster(cluster, yaml.safe_load(DOCUMENT)))
+            )
             start = time.monotonic()
             created = lasting.fluxhop("create", "-f", str(document))
             if created.returncode != 0:

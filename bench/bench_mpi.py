@@ -2,10 +2,10 @@
 
     sudo .venv/bin/python bench/bench_mpi.py [--runs 1]
 
-Needs root, the built test cluster (python -m tests.realk8s.build), a
-flux-core (FLUXHOP_FLUX_PREFIX or flux on PATH) and Debian's MPICH and Open
-MPI. Runs tests/realk8s/mpi/matrix.c (4 pods x 2 ranks) with each MPI, with
-all pods on one node and with one pod per node, first as fluxhop renders it
+Needs root, the built test cluster and images (python -m tests.build) and
+Debian's MPICH and Open MPI. Runs tests/realk8s/mpi/matrix.c (4 pods x 2
+ranks, in MPI_IMAGE: /usr/local/bin/matrix-<flavour>) with each MPI, with
+all pods on one real node and two on each, first as fluxhop renders it
 (no transport variable), then with the transport forced to TCP the way the
 issue's first workaround did (MPICH: UCX_TLS=tcp,self; Open MPI:
 OMPI_MCA_btl=self,tcp), and prints the 4 MiB ping-pong bandwidth between two
@@ -17,8 +17,6 @@ noisy, so compare numbers of one run only.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,14 +26,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.realflux import flux_prefix, missing_flux
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import LocalCluster, NodeSpec
-from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build, read
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.cluster import LocalCluster, missing_cluster
+from tests.realk8s.images.build import MPI_IMAGE
+from tests.realk8s.mpi import FLAVOURS, read
+from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import FLUXHOP, command_env, output
 
 LAYOUTS = {
-    "one node": ["--node-selector", "kubernetes.io/hostname=node-0"],
-    "pod per node": ["--pods-per-node", "1"],
+    "one node": ["--node-selector", "kubernetes.io/hostname=node-r0"],
+    "two per node": ["--pods-per-node", "2"],
 }
 FORCED = {"mpich": "UCX_TLS=tcp,self", "openmpi": "OMPI_MCA_btl=self,tcp"}
 
@@ -49,7 +49,7 @@ def bandwidth(
         api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
         try:
             done = subprocess.run(
-                [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
+                [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", MPI_IMAGE,
                  "-N", "4", "-n", "8", "-t", "45s", *layout, *env, "--", str(program)],
                 env=command_env(cluster), capture_output=True, text=True, timeout=300,
             )  # fmt: skip
@@ -65,13 +65,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
-    reason = missing_binaries() or missing_flux() or (None if os.geteuid() == 0 else "needs root")
+    reason = missing_cluster() or missing_flux()
     reason = reason or next((f.missing() for f in FLAVOURS.values() if f.missing()), None)
     if reason:
         raise SystemExit(f"bench_mpi: {reason}")
-    programs = {name: build(flavour) for name, flavour in FLAVOURS.items()}
-    cluster = LocalCluster(bin_dir() or Path(), [NodeSpec(f"node-{i}") for i in range(4)],
-                           flux_prefix=flux_prefix())  # fmt: skip
+    programs = {name: Path(f"/usr/local/bin/matrix-{name}") for name in FLAVOURS}  # in MPI_IMAGE
+    cluster = LocalCluster(bin_dir() or Path(), REAL_NODES, flux_prefix=flux_prefix())
     cluster.start()
     try:
         print(f"4 MiB ping-pong, MB/s per direction (median of {args.runs}); forced / default")
@@ -87,7 +86,6 @@ def main() -> None:
                           f"{FORCED[name]:<22} {forced:8.1f}  {forced / default:5.2f}")  # fmt: skip
     finally:
         cluster.stop()
-        shutil.rmtree(BUILD_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":

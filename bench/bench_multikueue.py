@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_autoscale, bes
 from tests.realk8s.api import Api
 from tests.realk8s.controllers import CONTROLLERS, Running
 from tests.realk8s.deployment import deploy
+from tests.realk8s.images.build import FLUX_IMAGE
 from tests.realk8s.multikueue import manager_of, queues_on_both
 from tests.realk8s.outcomes import MINICLUSTERS
 from tests.realk8s.queues import QUEUE_LABEL
@@ -48,7 +49,7 @@ MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
 def minicluster(name: str, size: int, *, dispatched: bool) -> dict[str, Any]:
     spec: dict[str, Any] = {"size": size, "flux": {"container": {"disable": True}},
-                            "containers": [{"image": "host", "command": "true",
+                            "containers": [{"image": FLUX_IMAGE, "command": "true",
                                             "resources": {"requests": {"cpu": "100m"}}}]}  # fmt: skip
     if dispatched:
         spec["managedBy"] = MULTIKUEUE

@@ -53,6 +53,7 @@ import httpx2
 import kopf
 from tests.documents import minicluster_doc
 from tests.realk8s.deployment import deploy
+from tests.realk8s.images.build import FLUX_IMAGE
 from tests.realk8s.tools import InNamespace, command_env
 
 import bench_autoscale  # this directory: its fluxhop command and its wait
@@ -234,7 +235,7 @@ def main() -> None:
                 doc = minicluster_doc(NAME, size=1, maxSize=2, interactive=True,
                                       autoscale={"scaleDownDelaySeconds": 1},
                                       flux={"container": {"disable": True}},
-                                      containers=[{"image": "host"}])  # fmt: skip
+                                      containers=[{"image": FLUX_IMAGE}])  # fmt: skip
                 api.create(RESOURCES.format(namespace), doc)
                 here = InNamespace(cluster, api, namespace)  # fluxhop status, as the tests read it
                 until(lambda: here.online(NAME) == 1, "rank 0 online")

@@ -36,16 +36,17 @@ from tests.cluster.fixtures import write_kubeconfig
 from tests.cluster.httpserve import HTTPFake
 from tests.realflux import flux_prefix, missing_flux
 from tests.realk8s.api import Api
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import LocalCluster, NodeSpec
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.cluster import LocalCluster, missing_cluster
+from tests.realk8s.images.build import FLUX_IMAGE
+from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import FLUXHOP, command_env, pod_manifest
 
 QUIET = re.compile(r"^(<\d>|fluxhop: |flux-job: )")
 
 
 def cluster_up(prefix: Path | None) -> tuple[LocalCluster, float, float]:
-    nodes = [NodeSpec(f"node-{i}") for i in range(2)]
-    cluster = LocalCluster(bin_dir() or Path(), nodes, flux_prefix=prefix)
+    cluster = LocalCluster(bin_dir() or Path(), REAL_NODES, flux_prefix=prefix)
     started = time.perf_counter()
     cluster.start()
     ready = time.perf_counter() - started
@@ -88,7 +89,7 @@ def real_run(cluster: LocalCluster, nodes: int) -> dict[str, float]:
     with cluster.admin() as api, cluster.admin() as watcher:
         api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
         phases = Phases(watcher, namespace, nodes)
-        argv = [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", "host",
+        argv = [str(FLUXHOP), "run", "--namespace", namespace, "--flux-in-image", "--image", FLUX_IMAGE,
                 "-N", str(nodes), "--", "hostname"]  # fmt: skip
         started = time.perf_counter()
         process = subprocess.Popen(argv, env=command_env(cluster), stdout=subprocess.PIPE,
@@ -134,7 +135,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=4)
     args = parser.parse_args()
-    reason = missing_binaries() or (None if os.geteuid() == 0 else "needs root")
+    reason = missing_cluster()
     if reason:
         raise SystemExit(f"bench_realk8s: {reason}")
     prefix = flux_prefix() if missing_flux() is None else None

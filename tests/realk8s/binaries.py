@@ -39,7 +39,6 @@ CACHE_VARIABLE = "FLUXHOP_REALK8S_CACHE"
 # program -> (module directory under go/, package inside it)
 PROGRAMS = {
     "k8s": ("kubernetes", "./k8s"),
-    "kubelet-server": ("kubernetes", "./kubelet-server"),
     "coredns": ("coredns", "."),
     # The controllers fluxhop runs beside (issue: the real controllers): each a
     # module of its own whose go.mod names the controller as a tool at its

@@ -1,22 +1,21 @@
 """What a test cluster leaves on the machine, and removing it.
 
 ``LocalCluster.stop`` leaves nothing; a test run killed outright (SIGKILL)
-leaves the pods (they outlive their kubelets, as containers do), the pod
-network and the run directory: ``sweep``, which every start runs first,
-removes them. ``leftovers`` lists whatever is there, for the tests to check.
+leaves the nodes' processes and pods (they outlive the test, as containers
+do), their network and the run directory: ``sweep``, which every start
+runs first, removes them (with node/node.py's ``sweep_nodes``). ``leftovers`` lists whatever is there, for the tests to check.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from pathlib import Path
 
-from tests.realk8s.kubelet.network import NETNS_PREFIX, delete_everything, links, netns_names
+from tests.realk8s.bridge import NETNS_PREFIX, delete_everything, links, netns_names
 from tests.realk8s.processes import kill_recorded
 
-__all__ = ["RUN_DIR", "leftovers", "remove_created", "sweep"]
+__all__ = ["RUN_DIR", "leftovers", "sweep"]
 
 RUN_DIR = Path("/run/fluxhop-realk8s")
 
@@ -36,13 +35,13 @@ def _processes(markers: list[str]) -> list[str]:
 
 
 def leftovers(workdir: Path, bin_dir: Path | None) -> list[str]:
-    """Processes of the cluster's binaries, its kubelets or their pods, pod
+    """Processes of the cluster's binaries, its nodes or their pods, node
     network namespaces and links, mounts and directories of its own. Without
     ``bin_dir`` (a control plane beside the test cluster): its processes,
     which name its directory, and the directory."""
     if bin_dir is None:
         return _processes([f"{workdir}/"]) + ([f"directory {workdir}"] if workdir.exists() else [])
-    markers = [str(bin_dir), "tests.realk8s.kubelet", "realk8s/kubelet/sandbox.py", str(RUN_DIR)]
+    markers = [str(bin_dir), str(RUN_DIR)]
     found = _processes(markers)
     found += [f"netns {name}" for name in netns_names() if name.startswith(NETNS_PREFIX)]
     found += [f"link {link}" for link in links()]
@@ -52,30 +51,13 @@ def leftovers(workdir: Path, bin_dir: Path | None) -> list[str]:
     return found + [f"directory {d}" for d in directories if d.exists()]
 
 
-def remove_created(workdir: Path) -> list[str]:
-    """Remove the mount points the kubelets' containers made on the host (the
-    host filesystem stands in for images), deepest first, where nothing else
-    is in them; returns those that are still there."""
-    paths: set[str] = set()
-    for record in workdir.glob("nodes/*/created-paths"):
-        paths.update(line for line in record.read_text().splitlines() if line)
-    for path in sorted(paths, key=lambda p: p.count("/"), reverse=True):
-        with contextlib.suppress(OSError):
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.rmdir(path)  # only when empty: never what someone put there
-            elif os.path.getsize(path) == 0:
-                os.remove(path)
-    return sorted(p for p in paths if os.path.lexists(p))
-
-
 def sweep(workdir: Path, *, pod_network: bool = True) -> list[str]:
-    """Remove what a killed run left; returns what it found (the pods and
-    their network only where ``pod_network``: the test cluster's)."""
-    ours = ("realk8s", str(RUN_DIR))  # the binaries' cache and the kubelets' paths say so
+    """Remove what a killed run left; returns what it found (the nodes'
+    network only where ``pod_network``: the test cluster's)."""
+    ours = ("realk8s", str(RUN_DIR))  # the binaries' cache and the run directory say so
     left = [f"process {pid}" for pid in kill_recorded(workdir / "pids", ours)]
     if pod_network:
         left += delete_everything()
-    left += [f"path {p}" for p in remove_created(workdir)]
     if workdir.exists():
         left.append(f"directory {workdir}")
         shutil.rmtree(workdir, ignore_errors=True)

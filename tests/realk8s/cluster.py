@@ -6,15 +6,16 @@ admitted) → kube-controller-manager (the Job, garbage-collector,
 EndpointSlice, ServiceAccount, namespace, root-CA, node-lifecycle,
 taint-eviction and pod-GC controllers among others, each with its own
 service account) → kube-scheduler → CoreDNS (its ``kubernetes`` plugin on the
-pod network's gateway) → one Python kubelet per node (tests/realk8s/kubelet).
-The binaries are the ones ``python -m tests.realk8s.build`` built from Go
-modules; every control-plane port is on 127.0.0.1.
+bridge's address) → the registry of the images built here → the nodes
+(nodes.py): real ones (a kubelet, containerd and runc, kube-proxy:
+tests/realk8s/node) and kwok's (kwok.py). The binaries are the ones
+``python -m tests.realk8s.build`` built from Go modules; the control plane
+listens on the bridge's address (the real nodes reach it there) and on
+127.0.0.1.
 
-Differences from a production cluster, on purpose and small: no kube-proxy
-(ClusterIPs route nowhere; pods reach the cluster DNS on the bridge's own
-address, which their resolv.conf names), short node-failure timings so that a
-lost node is noticed in seconds (tests/realk8s/components.py), and the host
-filesystem in place of images (see the kubelet's docstrings).
+Differences from a production cluster, on purpose and small: short
+node-failure timings so that a lost node is noticed in seconds
+(tests/realk8s/components.py), and every node on this one machine.
 
 ``stop`` leaves no process, network namespace, mount or directory behind;
 ``start`` first removes whatever a killed run left, and holds a lock so that
@@ -34,7 +35,16 @@ from typing import Any
 import httpx2 as httpx
 
 from tests.realk8s.access import Access
-from tests.realk8s.cleanup import RUN_DIR, leftovers, remove_created, sweep
+from tests.realk8s.binaries import missing_binaries
+from tests.realk8s.bridge import (
+    GATEWAY,
+    GUEST_DNS,
+    GUEST_NODE_INDEX,
+    create_bridge,
+    delete_everything,
+    guest_address,
+)
+from tests.realk8s.cleanup import RUN_DIR, leftovers, sweep
 from tests.realk8s.components import (
     CLUSTER_DOMAIN,
     KUBERNETES_SERVICE_IP,
@@ -48,15 +58,6 @@ from tests.realk8s.components import (
 )
 from tests.realk8s.images.build import built_images, missing_images
 from tests.realk8s.images.registry import Registry
-from tests.realk8s.kubelet.network import (
-    GATEWAY,
-    GUEST_DNS,
-    GUEST_NODE_INDEX,
-    GUEST_REAL_NODE_INDEX,
-    create_bridge,
-    delete_everything,
-    guest_address,
-)
 from tests.realk8s.node.host import (
     CGROUP_PARENT,
     cgroup_hierarchies,
@@ -64,19 +65,19 @@ from tests.realk8s.node.host import (
     remove_cgroup,
     restore_host,
 )
-from tests.realk8s.node.node import RealNode, sweep_nodes
-from tests.realk8s.nodes import FLUX_VIEW_IMAGES, REPO, Nodes, NodeSpec
+from tests.realk8s.node.node import RealNode, missing_runtime, sweep_nodes
+from tests.realk8s.nodes import REPO, Nodes, NodeSpec
 from tests.realk8s.pki import CA, KeyPair
 from tests.realk8s.ports import free_port
 from tests.realk8s.processes import Process
 
 __all__ = [
-    "FLUX_VIEW_IMAGES",
     "REPO",
     "ClusterError",
     "LocalCluster",
     "NodeSpec",
     "free_port",
+    "missing_cluster",
 ]
 
 LOCK = Path("/run/fluxhop-realk8s.lock")
@@ -85,6 +86,19 @@ HOST_RECORD = "host.json"  # what the real nodes' kubelets change on the machine
 
 class ClusterError(Exception):
     pass
+
+
+def missing_cluster() -> str | None:
+    """Why a test cluster cannot start here, or None."""
+    reason = missing_binaries()
+    if reason:
+        return reason
+    if os.geteuid() != 0:
+        return "the test cluster's nodes need root (network namespaces, mounts, cgroups)"
+    for tool in ("ip", "unshare", "nsenter"):
+        if shutil.which(tool) is None:
+            return f"the test cluster's nodes need {tool} (iproute2 / util-linux)"
+    return missing_images() or missing_runtime()
 
 
 def wait_until(what: str, check: Any, timeout: float, processes: list[Process]) -> Any:
@@ -143,13 +157,9 @@ class LocalCluster(Nodes, Access):
         self.name = name
         self.full = name == "cluster"  # the test cluster: nodes, pods, the machine's pod network
         self.guest = not self.full and bool(nodes)  # pods on the test cluster's network
-        # its nodes' network indexes: a guest's real nodes after the test
-        # cluster's (their pods' ranges stay below the Service range)
-        self.first_node = (
-            (GUEST_REAL_NODE_INDEX if any(n.real for n in nodes) else GUEST_NODE_INDEX)
-            if self.guest
-            else 0
-        )
+        # its nodes' network indexes: a guest's after the test cluster's
+        # (their pods' ranges stay below the Service range)
+        self.first_node = GUEST_NODE_INDEX if self.guest else 0
         self.dns = GUEST_DNS if self.guest else GATEWAY
         self.workdir = RUN_DIR / name
         self.lock_file: Any = None
@@ -351,10 +361,9 @@ class LocalCluster(Nodes, Access):
         for name in [n for n in self.processes if n not in control_plane]:
             self.processes[name].stop()
         if self.full:
-            delete_everything()  # the pods, which outlive their kubelets
+            delete_everything()  # the nodes' namespaces and the bridge
         elif self.guest:
-            self._delete_guest_pods()
-        self.created_left += remove_created(self.workdir)
+            guest_address(False)
         restore_host(self.workdir / HOST_RECORD, self.workdir)
         for name in control_plane:
             if name in self.processes:
@@ -381,4 +390,6 @@ class LocalCluster(Nodes, Access):
         """Remove what a killed run left (its processes, namespaces, files)."""
         left = sweep_nodes(self.workdir, self.workdir / HOST_RECORD) if self.full else []
         left += sweep(self.workdir, pod_network=self.full)
-        return left + (self._delete_guest_pods() if self.guest else [])
+        if self.guest:
+            guest_address(False)
+        return left

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.realk8s.kubelet.network import GATEWAY
+from tests.realk8s.bridge import GATEWAY
 from tests.realk8s.pki import KeyPair
 
 __all__ = [

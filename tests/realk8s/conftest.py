@@ -3,16 +3,17 @@ this machine (tests/realk8s/cluster.py), with real Flux in the pods where a
 flux-core is installed.
 
 Every test here that uses the ``cluster`` fixture carries the ``realk8s``
-marker and skips, with the reason, where the cluster cannot run: no Go or no built binaries (``python -m
-tests.realk8s.build``), not root, no ``ip``/``unshare``/``nsenter``, or
-another test cluster already running on the machine. One cluster serves the
+marker and skips, with the reason, where the cluster cannot run: no Go or
+no built binaries (``python -m tests.realk8s.build``), no images
+(``python -m tests.realk8s.images.build``), no runtime for the real nodes,
+not root, no ``ip``/``unshare``/``nsenter``, or another test cluster
+already running on the machine. One cluster serves the
 whole session; each test gets a namespace of its own, deleted (by the real
 namespace controller) when it ends.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -23,44 +24,22 @@ import pytest
 from tests.conformance import REPO
 from tests.realflux import flux_prefix, missing_flux
 from tests.realk8s.api import Api
-from tests.realk8s.binaries import bin_dir, missing_binaries
-from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, wait_until
+from tests.realk8s.binaries import bin_dir
+from tests.realk8s.cluster import ClusterError, LocalCluster, NodeSpec, missing_cluster, wait_until
 from tests.realk8s.controllers import CONTROLLERS, Running, established, module_dir
 from tests.realk8s.dws import Dws, missing_dws
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
-from tests.realk8s.images.build import missing_images
 from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build
-from tests.realk8s.node.node import missing_runtime
 from tests.realk8s.placing import REAL_NODES
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
-FAULT = "fluxhop.test/fault"
-SPARE = "fluxhop.test/spare"
 MARKED = "fluxhop.test/marked"
+# The real nodes (placing.py), and kwok's node, whose pods read as running
+# while nothing runs (kwok.py), for the scale benchmarks' tools: only pods
+# that tolerate its taint land there
 NODES = [
-    NodeSpec(
-        "node-a", labels={"topology.kubernetes.io/zone": "zone-a"}, capacity={"nvidia.com/gpu": "2"}
-    ),
-    NodeSpec("node-b", labels={"topology.kubernetes.io/zone": "zone-b"}),
-    # the node the fault tests stop: only pods that tolerate its taint land there
-    NodeSpec(
-        "node-c",
-        labels={"topology.kubernetes.io/zone": "zone-c", FAULT: "yes"},
-        taints=[{"key": FAULT, "value": "yes", "effect": "NoSchedule"}],
-    ),
-    # two more for the MPI matrix's one pod per node (4 pods): only pods that
-    # tolerate their taint land there
-    *(
-        NodeSpec(
-            name,
-            labels={"topology.kubernetes.io/zone": "zone-d"},
-            taints=[{"key": SPARE, "value": "yes", "effect": "NoSchedule"}],
-        )
-        for name in ("node-d", "node-e")
-    ),
-    # a node whose pods read as running while nothing runs (kwok.py):
-    # only pods that tolerate its taint land there
+    *REAL_NODES,
     NodeSpec(
         "node-m",
         labels={"topology.kubernetes.io/zone": "zone-m"},
@@ -71,18 +50,6 @@ NODES = [
 # The API server's audit log holds the requests of this namespace's
 # ServiceAccounts, and of no one else (tests/realk8s/audit.py)
 AUDITED_NAMESPACE = "fluxhop-audited"
-
-
-def missing_cluster() -> str | None:
-    reason = missing_binaries()
-    if reason:
-        return reason
-    if os.geteuid() != 0:
-        return "the test cluster's kubelet needs root (network namespaces, mounts)"
-    for tool in ("ip", "unshare", "nsenter"):
-        if shutil.which(tool) is None:
-            return f"the test cluster's kubelet needs {tool} (iproute2 / util-linux)"
-    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -116,10 +83,9 @@ def cluster() -> Iterator[LocalCluster]:
     directory = bin_dir()
     assert directory is not None
     prefix = flux_prefix() if missing_flux() is None else None
-    real = REAL_NODES if missing_real_nodes() is None else []
     local = LocalCluster(
         directory,
-        NODES + real,
+        NODES,
         flux_prefix=prefix,
         audited=(f"system:serviceaccounts:{AUDITED_NAMESPACE}",),
     )
@@ -137,17 +103,9 @@ def cluster() -> Iterator[LocalCluster]:
     assert not left, f"the test cluster left behind: {left}"
 
 
-def missing_real_nodes() -> str | None:
-    """Why the cluster has no real nodes here, or None."""
-    return missing_images() or missing_runtime()
-
-
 @pytest.fixture(scope="session")
 def real_nodes(cluster: LocalCluster) -> list[str]:
-    """The names of the cluster's real nodes (skips without them, saying why)."""
-    reason = missing_real_nodes()
-    if reason or not cluster.real_nodes:
-        pytest.skip(reason or "the test cluster started without real nodes")
+    """The names of the cluster's real nodes."""
     return sorted(cluster.real_nodes)
 
 

@@ -195,14 +195,11 @@ class SecondWorker:
 @contextmanager
 def second_worker_of(manager: Manager, first: LocalCluster) -> Iterator[SecondWorker]:
     """Worker ``WORKER2``, with nodes of its own on the test cluster's pod
-    network (a guest LocalCluster of two nodes: real ones, placed as the
-    test cluster's, where it has real nodes), its own Kueue and deploy/,
+    network (a guest LocalCluster of two real nodes, labelled as the test
+    cluster's), its own Kueue and deploy/,
     added to the manager's workers for the life of the context."""
-    nodes = [NodeSpec(f"w2-node-{x}", labels={"topology.kubernetes.io/zone": "zone-w2"})
-             for x in "ab"] if not first.real_nodes else [
-        NodeSpec(f"w2-node-r{x}", labels={"topology.kubernetes.io/zone": "zone-w2", REAL: "yes"},
-                 taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}], real=True)
-        for x in "01"]  # fmt: skip
+    nodes = [NodeSpec(f"w2-node-r{x}", labels={"topology.kubernetes.io/zone": "zone-w2", REAL: "yes"})
+             for x in "01"]  # fmt: skip
     with ExitStack() as stack:
         local = LocalCluster(first.bin, nodes, first.flux_prefix, name=WORKER2)
         operator = _started(stack, local, WORKER_KUEUE)

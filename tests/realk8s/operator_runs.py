@@ -41,11 +41,13 @@ class Operator:
     written to ``log`` (a pod's when it stops, and whenever it is read)."""
 
     def __init__(self, cluster: LocalCluster, kubeconfig: Path, namespace: str, log: Path,
-                 *flags: str, **env: str) -> None:  # fmt: skip
+                 *flags: str, process: bool = False, **env: str) -> None:  # fmt: skip
+        """``process``: a process even where the cluster has nodes (a test
+        that asks for it says why)."""
         self.cluster, self.log = cluster, log
         self.pod: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
-        if cluster.real_nodes and operator_image_current(images_dir()):
+        if not process and cluster.real_nodes and operator_image_current(images_dir()):
             self._start_pod(namespace, flags, env)
         else:
             self._start_process(kubeconfig, namespace, flags, env)

@@ -1,7 +1,7 @@
-"""Where a test's pods run: the real nodes (tests/realk8s/node) when the
-cluster has them, else the Python kubelet's nodes. A module moved onto the
-real nodes asks for its image and placement here, so that it runs on
-whichever the cluster has."""
+"""The test cluster's real nodes (tests/realk8s/node), where every test's
+pods run, and what places a pod on them: their label, which kwok's node
+(node-m, tainted: only the scale benchmarks' pods go there) has not, and
+the image with Flux installed."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ __all__ = [
     "flux_image_flags", "on_real_nodes", "placed_minicluster",
 ]  # fmt: skip
 
-# Only pods that tolerate the real nodes' taint land there, while the rest
-# of the tier still runs on the Python kubelet's nodes.
+# the real nodes' label
 REAL = "fluxhop.test/real"
 # node-r0 has two GPUs (the tests' device plugin: go/kubernetes/gpu-plugin);
 # a zone each, so that Kueue's topology-aware scheduling has a choice to make
@@ -29,62 +28,43 @@ REAL_NODES = [
         name,
         labels={"topology.kubernetes.io/zone": f"zone-{name[-2:]}", REAL: "yes"},
         capacity=capacity,
-        taints=[{"key": REAL, "value": "yes", "effect": "NoSchedule"}],
-        real=True,
     )
     for name, capacity in (("node-r0", {"nvidia.com/gpu": "2"}), ("node-r1", {}))
 ]
 # What puts a pod there: in a pod spec, and as fluxhop's flags
-ON_REAL_NODES: dict[str, Any] = {
-    "nodeSelector": {REAL: "yes"},
-    "tolerations": [{"key": REAL, "operator": "Exists", "effect": "NoSchedule"}],
-}
-REAL_FLAGS = ["--node-selector", f"{REAL}=yes", "--toleration", f"{REAL}:NoSchedule"]
+ON_REAL_NODES: dict[str, Any] = {"nodeSelector": {REAL: "yes"}}
+REAL_FLAGS = ["--node-selector", f"{REAL}=yes"]
 # The real node the lost-node tests lose (its kubelet and pods killed, its
 # Node deleted) and bring back: they alone put pods there then
 LOST_NODE = "node-r1"
-ON_LOST_NODE: dict[str, Any] = {
-    "nodeSelector": {REAL: "yes", "kubernetes.io/hostname": LOST_NODE},
-    "tolerations": ON_REAL_NODES["tolerations"],
-}
+ON_LOST_NODE: dict[str, Any] = {"nodeSelector": {REAL: "yes", "kubernetes.io/hostname": LOST_NODE}}
 
 
 def flux_image(cluster: LocalCluster) -> tuple[str, dict[str, Any]]:
-    """An image with Flux installed, and the pod settings that place it: the
-    image built with the project's Flux on the real nodes, or the host
-    standing in for it on the Python kubelet's."""
-    if cluster.real_nodes:
-        return FLUX_IMAGE, ON_REAL_NODES
-    return "host", {}
+    """An image with Flux installed (in /usr, as upstream's flux-sched
+    image has it), and the pod settings that place it."""
+    return FLUX_IMAGE, ON_REAL_NODES
 
 
 def flux_image_flags(cluster: LocalCluster) -> list[str]:
     """``flux_image`` as fluxhop's flags."""
-    image, placed = flux_image(cluster)
-    return ["--flux-in-image", "--image", image, *(REAL_FLAGS if placed else [])]
+    return ["--flux-in-image", "--image", FLUX_IMAGE, *REAL_FLAGS]
 
 
 def placed_minicluster(cluster: LocalCluster, doc: dict[str, Any]) -> dict[str, Any]:
-    """A MiniCluster document whose containers of image ``host`` (Flux from
-    the host, on the Python kubelet's nodes) run the Flux image on the real
-    nodes when the cluster has them: the image, and spec.pod's placement."""
-    image, placed = flux_image(cluster)
-    if not placed:
-        return doc
+    """A MiniCluster document on the real nodes whose containers of image
+    ``host`` (a test's word for "an image with Flux") run the Flux image."""
     out = on_real_nodes(cluster, doc)
     for container in out["spec"].get("containers") or []:
         if container.get("image") == "host":
-            container["image"] = image
+            container["image"] = FLUX_IMAGE
     return out
 
 
 def on_real_nodes(cluster: LocalCluster, doc: dict[str, Any]) -> dict[str, Any]:
-    """A MiniCluster document placed on the real nodes when the cluster has
-    them (spec.pod's node selector and tolerations), its images as written."""
-    if not cluster.real_nodes:
-        return doc
+    """A MiniCluster document placed on the real nodes (spec.pod's node
+    selector), its images as written."""
     out = copy.deepcopy(doc)
     pod = out["spec"].setdefault("pod", {})
     pod.setdefault("nodeSelector", {}).update(ON_REAL_NODES["nodeSelector"])
-    pod["tolerations"] = [*pod.get("tolerations", []), *ON_REAL_NODES["tolerations"]]
     return out

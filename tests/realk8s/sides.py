@@ -26,10 +26,12 @@ class Work(Protocol[T]):
 
 
 def side_by_side(cluster: LocalCluster, deployed: Path, directory: Path,
-                 work: Work[T]) -> tuple[T, T]:  # fmt: skip
+                 work: Work[T], *, processes: bool = False) -> tuple[T, T]:  # fmt: skip
     """(what ``work`` gave under the Flux Operator, under fluxhop's); ``log``
-    gives the operator's log so far."""
-    theirs = FluxOperator(cluster)
+    gives the operator's log so far. ``processes``: both operators run as
+    processes beside the cluster, their pods' CPU requests left to the
+    MiniClusters (a module that asks for it says why)."""
+    theirs = FluxOperator(cluster, process=processes)
     try:
         theirs.start()
         with scratch_namespace(cluster) as (admin, namespace):
@@ -38,7 +40,7 @@ def side_by_side(cluster: LocalCluster, deployed: Path, directory: Path,
         theirs.stop()
     log = directory / "operator.log"
     with scratch_namespace(cluster) as (admin, namespace):
-        ours = Operator(cluster, deployed, namespace, log)
+        ours = Operator(cluster, deployed, namespace, log, process=processes)
         try:
             mine = work(admin, namespace, ours.text, flux_operator=False)
         finally:

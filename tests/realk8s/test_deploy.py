@@ -63,8 +63,6 @@ def deployed_pods(
 ) -> Iterator[dict[str, Any]]:
     """deploy/ applied with ``kubectl apply -k``; its Deployment once
     Available (every replica ready); deleted after the module, with its pods."""
-    if not cluster.real_nodes:
-        pytest.skip("the operator's pods need the real nodes")
     if not operator_image_current(images_dir()):
         pytest.skip("the operator's image is not built from this tree (python -m tests.build)")
     kustomization = overlay(tmp_path_factory.mktemp("deploy"))

@@ -10,13 +10,11 @@ import signal
 import subprocess
 import threading
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.conftest import FAULT
 from tests.realk8s.placing import LOST_NODE, flux_image_flags
 from tests.realk8s.tools import FLUXHOP, command_env, eventually, fluxhop, kubectl, output
 
@@ -78,7 +76,6 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
         finally:
             watchdog.cancel()
     finally:
-        Path(mark).unlink(missing_ok=True)  # the host's, where the host is the pods' image
         if run.poll() is None:
             run.kill()
     lines = output(stdout)
@@ -87,22 +84,16 @@ def test_run_outlives_an_api_server_crash(cluster: LocalCluster, admin: Api, nam
 
 
 def lost_node(cluster: LocalCluster) -> tuple[str, list[str]]:
-    """The node a test loses and the flags that put a MiniCluster there: a
-    real node when the cluster has them (its kubelet and pods killed, then
-    started again), else the Python kubelet's node-c."""
-    if cluster.real_nodes:
-        flags = ["--node-selector", f"kubernetes.io/hostname={LOST_NODE}"]
-        return LOST_NODE, [*flux_image_flags(cluster), *flags]
-    flags = ["--toleration", f"{FAULT}=yes:NoSchedule", "--node-selector", f"{FAULT}=yes"]
-    return "node-c", ["--flux-in-image", "--image", "host", *flags]
+    """The node a test loses (its kubelet and pods killed, then started
+    again) and the flags that put a MiniCluster there."""
+    flags = ["--node-selector", f"kubernetes.io/hostname={LOST_NODE}"]
+    return LOST_NODE, [*flux_image_flags(cluster), *flags]
 
 
 def bring_back(cluster: LocalCluster, admin: Api, node: str) -> None:
-    """A lost real node's kubelet started again: the Node registers anew
-    (the Python kubelet's node-c stays gone until a test needs it)."""
-    if node in cluster.real_nodes:
-        cluster.start_kubelet(node)
-        eventually(f"{node} Ready", lambda: node in cluster.ready_nodes(admin), 120)
+    """A lost node's kubelet started again: the Node registers anew."""
+    cluster.start_kubelet(node)
+    eventually(f"{node} Ready", lambda: node in cluster.ready_nodes(admin), 120)
 
 
 def test_a_node_that_stops_answering(cluster: LocalCluster, admin: Api, namespace: str):

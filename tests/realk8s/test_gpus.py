@@ -1,7 +1,7 @@
 """GPUs on the real cluster, with real Flux. On the real nodes node-r0's
 two ``nvidia.com/gpu`` come from the tests' device plugin through the
 kubelet's device manager (go/kubernetes/gpu-plugin: fake devices, nothing
-probes them); on the Python kubelet's, node-a declares two. The real
+probes them). The real
 scheduler puts the pod that asks for two there and nowhere else, the
 kubelet's allocation reaches the container (NVIDIA_VISIBLE_DEVICES, as
 NVIDIA's plugin sets it), R declares them, and Flux gives each of the job's
@@ -24,7 +24,7 @@ SHOW = 'echo "$(hostname) ${CUDA_VISIBLE_DEVICES-unset} ${NVIDIA_VISIBLE_DEVICES
 
 
 def gpu_node(cluster: LocalCluster) -> str:
-    return "node-r0" if cluster.real_nodes else "node-a"
+    return "node-r0"
 
 
 def test_the_device_plugin_gives_the_node_its_gpus(
@@ -53,11 +53,10 @@ def test_each_task_gets_a_gpu_of_the_node_that_has_them(
     assert done.returncode == 0, done.stderr
     lines = sorted(output(done.stdout))
     assert [line.split()[:2] for line in lines] == [["gpus-0", "0"], ["gpus-0", "1"]], lines
-    if cluster.real_nodes:  # the devices the kubelet allocated, in every task
-        node = gpu_node(cluster)
-        allocated = {line.split()[2] for line in lines}
-        assert len(allocated) == 1, lines
-        assert sorted(allocated.pop().split(",")) == [f"GPU-{node}-0", f"GPU-{node}-1"], lines
+    node = gpu_node(cluster)  # the devices the kubelet allocated, in every task
+    allocated = {line.split()[2] for line in lines}
+    assert len(allocated) == 1, lines
+    assert sorted(allocated.pop().split(",")) == [f"GPU-{node}-0", f"GPU-{node}-1"], lines
     pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
     assert [pod["spec"]["nodeName"] for pod in pods] == [gpu_node(cluster)]
     limits = pods[0]["spec"]["containers"][0]["resources"]["limits"]

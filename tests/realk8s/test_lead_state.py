@@ -32,7 +32,6 @@ from fluxhop.workload.marks import COMPLETION_INDEX
 from tests.conformance import REPO
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.conftest import FAULT
 from tests.realk8s.placing import LOST_NODE, ON_LOST_NODE, flux_image_flags, placed_minicluster
 from tests.realk8s.replacing import running_pod
 from tests.realk8s.tools import InNamespace, eventually, fluxhop, kubectl, scratch_namespace
@@ -52,11 +51,6 @@ spec:
   flux: {{container: {{disable: true}}}}
   containers: [{{image: host}}]
   leadState: {{size: 1Gi}}
-"""
-ON_NODE_C = f"""\
-pod:
-  nodeSelector: {{{FAULT}: "yes"}}
-  tolerations: [{{key: {FAULT}, operator: Equal, value: "yes", effect: NoSchedule}}]
 """
 FIELDS = "{id}|{state}|{result}|{exception.type}|{exception.note}"
 # the Job controller's, on each pod of a Job with backoffLimitPerIndex
@@ -250,14 +244,10 @@ def test_a_failed_broker_restarts_from_the_last_checkpoint(lasting: Lasting):
 
 
 def on_the_lost_node(cluster: LocalCluster, document: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The node the lost-node test loses, and ``document`` placed there: a
-    real node when the cluster has them, else the Python kubelet's node-c."""
-    if cluster.real_nodes:
-        placed = placed_minicluster(cluster, document)
-        placed["spec"]["pod"].update(copy.deepcopy(ON_LOST_NODE))
-        return LOST_NODE, placed
-    document["spec"]["pod"] = yaml.safe_load(ON_NODE_C)["pod"]
-    return "node-c", document
+    """The node the lost-node test loses, and ``document`` placed there."""
+    placed = placed_minicluster(cluster, document)
+    placed["spec"]["pod"].update(copy.deepcopy(ON_LOST_NODE))
+    return LOST_NODE, placed
 
 
 def test_a_lost_node_takes_rank_0_and_the_instance_comes_back(lasting: Lasting, tmp_path: Path):
@@ -307,6 +297,13 @@ DEFAULT_CLASS = "fluxhop-test-default"
 SHARED = "example.com/shared"
 
 
+def unstated(cluster: LocalCluster, name: str) -> str:
+    """DOCUMENT as ``name``, placed, saying nothing of its state (no leadState)."""
+    document = yaml.safe_load(DOCUMENT.replace(f"name: {NAME}", f"name: {name}"))
+    del document["spec"]["leadState"]
+    return yaml.safe_dump(placed_minicluster(cluster, document))
+
+
 def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
     lasting: Lasting, tmp_path: Path
 ):
@@ -324,11 +321,7 @@ def test_a_minicluster_that_says_nothing_keeps_its_state_on_the_default_class(
     volume = state_volume(lasting.admin, lasting.namespace, CHOSEN, root, DEFAULT_CLASS)
     try:
         document = tmp_path / "chosen.yaml"
-        document.write_text(
-            DOCUMENT.replace(f"name: {NAME}", f"name: {CHOSEN}").replace(
-                "  leadState: {size: 1Gi}\n", ""
-            )
-        )
+        document.write_text(unstated(lasting.cluster, CHOSEN))
         assert "leadState" not in document.read_text()
         done = chosen.fluxhop("create", "-f", str(document), timeout=240)
         assert done.returncode == 0, done.stderr
@@ -375,9 +368,7 @@ def test_a_namespaced_user_gets_the_claim_by_dry_runs(lasting: Lasting, tmp_path
                 user.get(path)
             assert refused.value.status == 403, path  # the premise: the user may not read them
     document = tmp_path / "mine.yaml"
-    document.write_text(
-        DOCUMENT.replace(f"name: {NAME}", f"name: {MINE}").replace("  leadState: {size: 1Gi}\n", "")
-    )
+    document.write_text(unstated(lasting.cluster, MINE))
     with ExitStack() as undo:  # each made thing undone, whatever fails after it
         admin.create(classes, {
             "metadata": {"name": DEFAULT_CLASS,

@@ -6,12 +6,10 @@ sets no transport variable (docs/guides/mpi.md says why); these runs prove
 that choice: the allreduce and the point-to-point exchanges between pods
 arrive intact and every rank leaves MPI_Finalize.
 
-On the real nodes the pods run in containers of ``MPI_IMAGE`` (Flux, both
-MPIs' libraries and the program, built by tests/realk8s/images): on node-r0
-alone, and two on each real node (``--pods-per-node 2``). On the Python
-kubelet's nodes the host is their image: on node-a alone, and one on each of
-four nodes (``--pods-per-node 1``). Every pod of this cluster shares the
-machine's kernel, as pods sharing a node do: both layouts exercise the case
+The pods run in containers of ``MPI_IMAGE`` (Flux, both MPIs' libraries
+and the program, built by tests/realk8s/images): on node-r0 alone, and two
+on each real node (``--pods-per-node 2``). Every pod of this cluster shares
+the machine's kernel, as pods sharing a node do: both layouts exercise the case
 the issue worried about (shared memory and CMA between pods). Under Fluxion
 and under sched-simple, which place the 8 ranks on the 4 brokers alike.
 """
@@ -26,7 +24,6 @@ import pytest
 from tests.realflux.schedulers import Scheduler
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.conftest import SPARE
 from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.mpi import FLAVOURS, read
 from tests.realk8s.placing import REAL_FLAGS
@@ -41,16 +38,11 @@ def placed(cluster: LocalCluster, layout: str, flavour: str,
            programs: dict[str, Path]) -> tuple[list[str], str, int]:  # fmt: skip
     """fluxhop's flags for ``layout``, the program's path in the pods, and
     how many nodes the 4 pods take."""
-    if cluster.real_nodes:
-        image = ["--flux-in-image", "--image", MPI_IMAGE, *REAL_FLAGS]
-        where = {"one-node": ["--node-selector", "kubernetes.io/hostname=node-r0"],
-                 "across-nodes": ["--pods-per-node", "2"]}  # fmt: skip
-        nodes = 1 if layout == "one-node" else len(cluster.real_nodes)
-        return [*image, *where[layout]], f"/usr/local/bin/matrix-{flavour}", nodes
-    image = ["--flux-in-image", "--image", "host"]
-    where = {"one-node": ["--node-selector", "kubernetes.io/hostname=node-a"],
-             "across-nodes": ["--pods-per-node", "1", "--toleration", f"{SPARE}=yes:NoSchedule"]}  # fmt: skip
-    return [*image, *where[layout]], str(programs[flavour]), 1 if layout == "one-node" else 4
+    image = ["--flux-in-image", "--image", MPI_IMAGE, *REAL_FLAGS]
+    where = {"one-node": ["--node-selector", "kubernetes.io/hostname=node-r0"],
+             "across-nodes": ["--pods-per-node", "2"]}  # fmt: skip
+    nodes = 1 if layout == "one-node" else len(cluster.real_nodes)
+    return [*image, *where[layout]], f"/usr/local/bin/matrix-{flavour}", nodes
 
 
 # Debian 12's MPICH 4.0.2 is built for UCX only (ch4:ucx); between pods UCX

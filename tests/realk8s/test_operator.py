@@ -42,9 +42,8 @@ def operator(
 
 
 def example(cluster: LocalCluster, name: str, **spec: Any) -> dict[str, Any]:
-    """An upstream operator example, its Flux from the image: on the real
-    nodes the image built with the project's Flux (the host's flux-core on
-    the Python kubelet's)."""
+    """An upstream operator example, its Flux from the image built with the
+    project's Flux."""
     document = upstream_example(name)
     document["spec"].setdefault("flux", {})["container"] = {"disable": True}
     document["spec"].update(spec)
@@ -75,9 +74,9 @@ def test_an_example_runs_to_succeeded(
     done = until("Succeeded", operator, lambda: condition(admin.get(f"{path}/{name}"), "Succeeded").get(
         "status") == "True" and admin.get(f"{path}/{name}"))  # fmt: skip
     assert done["status"]["exitCode"] == 0
-    if cluster.real_nodes:  # in real containers, from the image built with the project's Flux
-        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-        assert {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}, pods
+    # in real containers, from the image built with the project's Flux
+    pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    assert {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}, pods
     peering = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/fluxhop-operator"
     assert admin.get(peering)["metadata"]["name"] == "fluxhop-operator"  # the operator made it
     # its log names the resource of each line (kopf's default does not)

@@ -3,10 +3,9 @@
 under deploy/'s ClusterRole, real Flux in the pods: the tests of --queue
 (test_kueue.py), repeated with the resource.
 
-The queue's one flavor, ``spare``, is the test cluster's real nodes (the
-Python kubelet's node-d and node-e where it has none): their label and the
-toleration of their taint. A broker lands there only if the operator gave
-its pods what Kueue's admission names."""
+The queue's one flavor, ``spare``, is the test cluster's real nodes: their
+label. A broker lands there only if the operator gave its pods what Kueue's
+admission names."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ import pytest
 from fluxhop.spec.kueue import REQUIRED_TOPOLOGY
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
-from tests.realk8s.conftest import SPARE
 from tests.realk8s.controllers import Running
 from tests.realk8s.outcomes import MINICLUSTERS
 from tests.realk8s.placing import ON_REAL_NODES, flux_image, placed_minicluster
@@ -35,20 +33,13 @@ from tests.realk8s.test_operator import operator as operator
 
 pytestmark = [pytest.mark.usefixtures("needs_flux"), pytest.mark.timeout(900)]
 
-SPARE_NODES = {
-    "nodeLabels": {"topology.kubernetes.io/zone": "zone-d"},
-    "tolerations": [{"key": SPARE, "operator": "Equal", "value": "yes", "effect": "NoSchedule"}],
-}
 QUOTA = {"cpu": "2"}  # two brokers of one CPU each
 
 
 @pytest.fixture
 def flavor(cluster: LocalCluster) -> tuple[dict[str, Any], set[str]]:
-    """The flavor's node labels and tolerations, and the nodes they name."""
-    if cluster.real_nodes:
-        return {"nodeLabels": ON_REAL_NODES["nodeSelector"],
-                "tolerations": ON_REAL_NODES["tolerations"]}, set(cluster.real_nodes)  # fmt: skip
-    return SPARE_NODES, {"node-d", "node-e"}
+    """The flavor's node labels, and the nodes they name."""
+    return {"nodeLabels": ON_REAL_NODES["nodeSelector"]}, set(cluster.real_nodes)
 
 
 @pytest.fixture

@@ -46,9 +46,8 @@ def runtime(cluster: LocalCluster, trainer: Running, admin: Api, tmp_path: Path)
     the real nodes with their placement in its pod template (as a site puts
     its own there: TrainJobs change no placement); the file fluxhop reads."""
     document = yaml.safe_load(RUNTIME.read_text())
-    if cluster.real_nodes:
-        for job in document["spec"]["template"]["spec"]["replicatedJobs"]:
-            job["template"]["spec"]["template"]["spec"].update(copy.deepcopy(ON_REAL_NODES))
+    for job in document["spec"]["template"]["spec"]["replicatedJobs"]:
+        job["template"]["spec"]["template"]["spec"].update(copy.deepcopy(ON_REAL_NODES))
     admin.apply(
         f"{TRAINER}/clustertrainingruntimes/{document['metadata']['name']}", document, "test"
     )
@@ -140,9 +139,9 @@ def test_both_run_with_real_flux(cluster: LocalCluster, admin: Api, namespace: s
         return next(iter(done & {"Completed", "Failed"}), None)
 
     assert eventually("the Trainer's JobSet finished", finished, 240) == "Completed"
-    if cluster.real_nodes:  # the runtime's placement: real containers, the view image pulled
-        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-        assert pods and {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}
+    # the runtime's placement: real containers, the view image pulled
+    pods = admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    assert pods and {p["spec"]["nodeName"] for p in pods} <= {n.name for n in REAL_NODES}
     ran = tmp_path / "ours.yaml"
     ran.write_text(
         yaml.safe_dump({**document, "metadata": {**document["metadata"], "name": "lammps-ours"}})

@@ -109,9 +109,7 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
         "hello-world": upstream_example("tests__hello-world__minicluster.yaml"),
         # the view disabled: Flux must be in the application image, in /usr
         # (the Flux Operator mounts an emptyDir over /opt/software in every pod)
-        "view-disabled": _with_image(_hello(flux={"container": {"disable": True}}), FLUX_IMAGE)
-        if cluster.real_nodes
-        else _hello(flux={"container": {"disable": True}}),
+        "view-disabled": _with_image(_hello(flux={"container": {"disable": True}}), FLUX_IMAGE),
         # no quotes: the Flux Operator splits a command on spaces, quotes and all
         "exit-124": _command(FAILING),
         "exit-124-strict": _command(FAILING, logging={"quiet": True, "strict": True}),
@@ -122,9 +120,7 @@ def cases(cluster: LocalCluster, directory: Path) -> dict[str, dict[str, Any]]:
         "debug": _upstream("debug"),
         "emptydir": _upstream("emptydir"),
         # logging.timed runs /usr/bin/time, which ubuntu:noble has not: an image with it
-        "timed": _with_image(_upstream("timed"), MPI_IMAGE)
-        if cluster.real_nodes
-        else _upstream("timed"),
+        "timed": _with_image(_upstream("timed"), MPI_IMAGE),
         "minimal-service": _upstream("minimal-service"),  # 4 tasks on 2 nodes
         # pods limited to one CPU, on nodes of more: what each writes into R
         "cpu-limit": _limited("flux resource R", cpu=1),

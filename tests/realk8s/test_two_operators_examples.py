@@ -5,12 +5,12 @@ then, in another namespace once it has stopped, by ``fluxhop operator``
 (never both at once: tests/realk8s/sides.py), with real Flux in the pods.
 
 MPI: each example as a user has it, but for what this machine cannot stand
-in for: its image's program becomes the MPI matrix's (tests/realk8s/mpi,
-built with Debian's MPICH or Open MPI; it says where each rank ran and
-checks an allreduce and messages between pods), the image's working
-directory and library path go, and MPICH's time limit is the MPI matrix's
-(the known finalize hang). The Flux view stays: each operator's view init
-container copies the stand-in view, Ubuntu 20.04's for Open MPI as the
+in for: its image is ``MPI_IMAGE`` and its program the MPI matrix's
+(tests/realk8s/mpi, built with Debian's MPICH or Open MPI into that image;
+it says where each rank ran and checks an allreduce and messages between
+pods), the image's working directory and library path go, and MPICH's time
+limit is the MPI matrix's (the known finalize hang). The Flux view stays: each operator's view init
+container copies the view image built here, Ubuntu 20.04's for Open MPI as the
 example names it.
 
 Kueue: a LocalQueue ``team-a``, as the example asks for, with the quota its
@@ -40,6 +40,7 @@ from tests.conformance import REPO
 from tests.realk8s.api import Api
 from tests.realk8s.cluster import LocalCluster
 from tests.realk8s.controllers import Running
+from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.mpi import FLAVOURS
 from tests.realk8s.mpi import Result as MpiResult
 from tests.realk8s.mpi import read as read_mpi
@@ -62,14 +63,14 @@ def example(name: str) -> dict[str, Any]:
     return document
 
 
-def mpi_case(flavour: str, program: Path) -> dict[str, Any]:
+def mpi_case(flavour: str) -> dict[str, Any]:
     document = example(f"mpi-hello-{flavour}.yaml")
     spec = document["spec"]
     spec["flux"]["optionFlags"] = spec["flux"]["optionFlags"].replace(
         "-t 10m", f"-t {MPICH_HANG_LIMIT}"
     )
     (container,) = spec["containers"]
-    container["command"] = str(program)
+    container.update(image=MPI_IMAGE, command=f"/usr/local/bin/matrix-{flavour}")
     for image_only in ("workingDir", "environment"):
         container.pop(image_only, None)
     return document
@@ -152,8 +153,8 @@ CASES = {  # case -> (its document, the LocalQueue's quota)
 
 def _session(admin: Api, namespace: str, programs: dict[str, Path], *,
              flux_operator: bool) -> Session:  # fmt: skip
-    mpi = {flavour: run(admin, namespace, mpi_case(flavour, program), flux_operator=flux_operator)
-           for flavour, program in programs.items()}  # fmt: skip
+    mpi = {flavour: run(admin, namespace, mpi_case(flavour), flux_operator=flux_operator)
+           for flavour in programs}  # fmt: skip
     cases = {}
     for case, (document, quota) in CASES.items():
         with local_queue(admin, namespace, "team-a", quota):
@@ -173,7 +174,11 @@ def both(
              flux_operator: bool) -> Session:  # fmt: skip
         return _session(admin, namespace, mpi_programs, flux_operator=flux_operator)
 
-    upstream, mine = side_by_side(cluster, deployed, tmp_path_factory.mktemp("operator"), work)
+    # as processes: the example's four brokers of one CPU each take the two
+    # real nodes' four CPUs, and an operator's pod would take a share of one
+    # (the operators as pods: test_two_operators.py)
+    upstream, mine = side_by_side(cluster, deployed, tmp_path_factory.mktemp("operator"), work,
+                                  processes=True)  # fmt: skip
     yield {"flux-operator": upstream, "fluxhop": mine}
 
 

@@ -11,9 +11,9 @@ Flux Operator, then, in another namespace once it has stopped, under
 reached in rank 0 as fluxhop's own verbs reach it (tests/realk8s/inside.py).
 
 Upstream's two run ``rockylinux:9`` with the Flux Operator's default view
-(Ubuntu 24.04): on a real node its flux needs glibc 2.39 and Rocky 9 has
-2.34. Here the host stands in for every image, so both start; what differs
-is who says so."""
+(Ubuntu 24.04): on a real Rocky 9 its flux needs glibc 2.39 and Rocky 9 has
+2.34. Here ``rockylinux:9`` is Debian 12 under that name (as ``ubuntu:noble``
+is: tests/realk8s/images), so both start; what differs is who says so."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import Any
 from tests.processes import eventually as poll
 from tests.realk8s.api import Api, ApiError
 from tests.realk8s.cluster import LocalCluster
+from tests.realk8s.images.build import APPLICATION_IMAGES
 
 __all__ = [
     "command_env",
@@ -134,7 +135,10 @@ def eventually(what: str, check: Callable[[], Any], timeout: float = 60, every: 
 
 
 def pod_manifest(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
-    container = {"name": "c", "image": "host", "command": command, **spec.pop("container", {})}
+    """A pod of one container, ``c``, that runs ``command`` in an image with
+    a shell (APPLICATION_IMAGES: Debian 12 under ubuntu:noble's name)."""
+    container = {"name": "c", "image": APPLICATION_IMAGES[0], "command": command,
+                 **spec.pop("container", {})}  # fmt: skip
     return {
         "apiVersion": "v1",
         "kind": "Pod",

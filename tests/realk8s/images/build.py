@@ -24,10 +24,12 @@ so that they resolve unchanged through the nodes' mirror configuration:
   (``--flux-in-image``, the Flux Operator's view disabled), and the same
   under the rabbit MiniClusters' default image (``RABBIT_IMAGE``);
 * the application images the examples name (``ubuntu:noble``,
-  ``ubuntu:jammy``): Debian 12 with what Flux needs at run time
-  (``RUNTIME_PACKAGES``), since the view's Flux was built on Debian 12 and
-  runs with its libraries. Stand-ins by name, not Ubuntu: what matters to a
-  MiniCluster is that Flux from the view runs in them;
+  ``ubuntu:jammy``, and ``rockylinux:9`` of two of the Flux Operator's):
+  Debian 12 with what Flux needs at run time (``RUNTIME_PACKAGES``), since
+  the view's Flux was built on Debian 12 and runs with its libraries.
+  Stand-ins by name, not Ubuntu or Rocky: what matters to a MiniCluster is
+  that Flux from the view runs in them (on a real Rocky 9, glibc 2.34, the
+  Ubuntu 24.04 view's Flux does not: fluxhop warns of it);
 * ``metric-lammps:latest`` (``LAMMPS_IMAGE``, which the LAMMPS examples
   name): that base with Debian's LAMMPS (built with Open MPI) and its
   examples where the upstream image has them (``/opt/lammps/examples``);
@@ -98,7 +100,11 @@ FLUX_VIEW_IMAGES = (
     "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
     "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
 )
-APPLICATION_IMAGES = ("docker.io/library/ubuntu:noble", "docker.io/library/ubuntu:jammy")
+APPLICATION_IMAGES = (
+    "docker.io/library/ubuntu:noble",
+    "docker.io/library/ubuntu:jammy",
+    "docker.io/library/rockylinux:9",  # upstream's persistent and scaling examples'
+)
 # An image with Flux installed (--flux-in-image): upstream's name for
 # flux-sched on Debian 12, here the base with the project's Flux in /usr.
 FLUX_IMAGE = "docker.io/fluxrm/flux-sched:bookworm"

@@ -30,7 +30,7 @@ __all__ = [
 # Real nodes' pods: node k hands out 198.18.<k+1>.0/24 (host-local IPAM);
 # the Services (components.SERVICE_RANGE) are 198.18.128.0/17 above them.
 CLUSTER_CIDR = "198.18.0.0/17"
-# The node's own address on the test cluster's bridge (tests/realk8s/kubelet/network.py)
+# The node's own address on the test cluster's bridge (tests/realk8s/bridge.py)
 NODE_SUBNET = "198.19.254"
 # Registries whose names the nodes resolve to the test cluster's registry
 # (each under /v2/<host>/ there); any other host goes to _default, where

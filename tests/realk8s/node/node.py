@@ -1,6 +1,6 @@
 """One real node: containerd, the kubelet and kube-proxy of the control
 plane's release, in a network namespace of its own on the test cluster's
-bridge (tests/realk8s/kubelet/network.py).
+bridge (tests/realk8s/bridge.py).
 
 The node's namespace ``fhk8s-node<i>`` has ``eth0`` on the bridge with the
 node's address (``config.NodeAddresses``) and a default route through the
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.realk8s.binaries import bin_dir, built
+from tests.realk8s.bridge import BRIDGE, GATEWAY, PREFIX_LENGTH
 from tests.realk8s.components import CLUSTER_DOMAIN
-from tests.realk8s.kubelet.network import BRIDGE, GATEWAY, PREFIX_LENGTH
 from tests.realk8s.node.config import (
     MIRRORED_HOSTS,
     NodeAddresses,
