@@ -36,6 +36,7 @@ from tests.realk8s.images.build import MPI_IMAGE
 from tests.realk8s.mpi import FLAVOURS
 from tests.realk8s.mpi import read as read_mpi
 from tests.realk8s.placing import ON_REAL_NODES, on_real_nodes, placed_minicluster
+from tests.realk8s.queues import local_queue
 from tests.realk8s.test_apply import PATHS, collection
 from tests.realk8s.test_mpi import MPICH_FINALIZE, MPICH_HANG_LIMIT
 from tests.realk8s.test_operator import (  # noqa: F401  (fixtures)
@@ -54,8 +55,6 @@ CANNOT_RUN = {
     "gpu-pytorch.yaml": "no PyTorch, and no real GPUs (node-r0's are the device plugin's "
     "stand-ins: tests/realk8s/test_gpus.py runs a GPU MiniCluster on them)",
     "osu-benchmarks.yaml": "the OSU Micro-Benchmarks are not installed (Debian does not package them)",
-    "kueue-queued.yaml": "its quota (4 CPUs, 8Gi) is more than this machine has; "
-    "tests/realk8s/test_kueue.py runs the same queue label (--queue sets it)",
 }
 
 
@@ -253,6 +252,23 @@ def test_the_mpi_hello_example_runs_across_pods(
     if not result.finalized and flavour == "mpich":
         pytest.xfail(MPICH_FINALIZE)
     assert result.finalized and done.returncode == 0, context
+
+
+def test_the_queued_example_runs_as_its_header_says(
+    cluster: LocalCluster, kueue: Running, namespace: str, tmp_path: Path, needs_flux: Path
+):
+    """``fluxhop run -f examples/kueue-queued.yaml`` with the LocalQueue
+    "team-a" its header names holding its quota (4 pods of 1 CPU and 2Gi:
+    the two real nodes' four CPUs): Kueue admits the four brokers at once,
+    and the job says the host name of one of them. Before any test here
+    starts an operator, whose pod would take a share of a CPU."""
+    example = read(EXAMPLE["kueue-queued.yaml"])
+    copy = as_written(cluster, example, tmp_path)
+    with cluster.admin() as admin, local_queue(admin, namespace, "team-a",
+                                               {"cpu": "4", "memory": "8Gi"}):  # fmt: skip
+        done = fluxhop(cluster, "run", "--namespace", namespace, "-f", str(copy), timeout=300)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert output(done.stdout)[-1:] in ([f"queued-{i}"] for i in range(4)), done.stdout
 
 
 def test_fluxion_backfills_as_its_header_says(
