@@ -6,11 +6,12 @@ kwok.py), whose pods read as running while nothing runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.realk8s import kwok
-from tests.realk8s.api import Api
+from tests.realk8s.api import Api, Credentials
 from tests.realk8s.images.build import PAUSE_IMAGE
 from tests.realk8s.node.node import RealNode
 from tests.realk8s.pki import CA
@@ -50,6 +51,9 @@ class Nodes:
     registry_url: str
     server: str
     workdir: Path
+    # Access's (cluster.py's LocalCluster has both bases)
+    credentials: Callable[..., Credentials]
+    kubeconfig: Callable[..., Path]
 
     def _kubelet(self, index: int, spec: NodeSpec) -> None:
         if spec.kwok:
@@ -66,10 +70,10 @@ class Nodes:
         pair = self.ca.issue(f"kwok-{spec.name}", f"kwok-{spec.name}", groups=("system:masters",))
         address = f"198.19.254.{self.first_node + index + 1}"  # a real node's would be
         node = kwok.node_object(spec.name, address, spec.labels, spec.taints, spec.capacity)
-        with Api(self.credentials()) as api:  # type: ignore[attr-defined]
+        with Api(self.credentials()) as api:
             process = kwok.start(
                 api,
-                self.kubeconfig(f"kwok-{spec.name}", pair=pair),  # type: ignore[attr-defined]
+                self.kubeconfig(f"kwok-{spec.name}", pair=pair),
                 self.bin,
                 self.workdir,
                 node,
