@@ -71,8 +71,10 @@ def test_a_watch_from_a_compacted_version_lists_again(
 
 def test_suspend_and_resume(cluster: LocalCluster, ops: MiniClusters, admin: Api, namespace: str):
     """A suspended Job has no pods (the Job controller writes Suspended);
-    clearing suspend, as Kueue's admission does, makes them."""
-    root = ops.create(spec(cluster, "held", jobLabels={"kueue.x-k8s.io/queue-name": "q"}))
+    clearing suspend, as Kueue's admission does, makes them. Held by
+    spec.suspend, not a queue label: whether Kueue runs by now (a session's
+    fixture) must not change what this test sees."""
+    root = ops.create(spec(cluster, "held", suspend=True))
     job = f"/apis/batch/v1/namespaces/{namespace}/jobs/held"
     eventually("Suspended", lambda: conditions(admin.get(job)).get("Suspended") == "True")
     assert pods(admin, namespace) == []
@@ -162,7 +164,7 @@ def test_a_reapply_after_a_resize_conflicts_and_create_keeps_the_resize(
     merge patch) the Job's parallelism is not the apply's any more, so
     applying the first value again conflicts (409); fluxhop create of the
     unchanged spec leaves the root alone and the resize stays."""
-    queued = {"jobLabels": {"kueue.x-k8s.io/queue-name": "q"}}
+    queued = {"suspend": True}  # no pods needed; and no Kueue, whether it runs or not
     root = ops.create(spec(cluster, "resized", size=2, maxSize=3, **queued))
     ops.scale(root, 3)
     job = prepare(
