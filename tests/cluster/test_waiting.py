@@ -184,3 +184,18 @@ def test_pods_gone_is_not_cut_short_by_a_pod_that_could_never_start(fake, ops, r
         release(fake)
         waiting.result(timeout=60)
     assert fake.objects(kinds=("Pod",)) == []
+
+
+def test_a_minicluster_deleted_while_it_comes_up_ends_the_wait_at_once(fake, ops, kube):
+    """Its owner deleted it (a DWS Workflow deleted during PreRun takes its
+    MiniCluster along): once its last pod is gone, the wait for the
+    instance ends in one line, not at its timeout."""
+    fake.schedulable = False  # its pods stay Pending: the instance never comes up
+    root = ops.create(minicluster_from_flags(["app"], image="ubuntu", nodes=2, name="demo"))
+    watches = len(fake.seen("WATCH"))
+    with ThreadPoolExecutor(1) as pool:
+        waited = pool.submit(ops.wait_instance_up, root, timeout=120)
+        eventually(lambda: len(fake.seen("WATCH")) > watches)  # it watches the pods
+        kube.delete("Job", "demo")
+        with pytest.raises(NotFound, match=r"^MiniCluster demo was deleted, and its pods with it$"):
+            waited.result(timeout=60)

@@ -136,11 +136,22 @@ class PodWatch:
                     on_progress(progress)
                 if until(progress):
                     return progress
+                if event == "DELETED" and not progress.pods and self._root_gone(root):
+                    raise NotFound(f"MiniCluster {root.name} was deleted, and its pods with it")
                 problem = pod_problem(pod) if event != "DELETED" else None
                 if problem is not None and problem.reason in STUCK:
                     raise PodStuck(f"MiniCluster {root.name}: {problem.line()}")
         finally:
             stop.set()
+
+    def _root_gone(self, root: Root) -> bool:
+        """Whether the root is gone (or another of its name made since):
+        asked once its last pod is deleted, so that a wait for pods that
+        will never come (its owner deleted it, e.g. a Workflow deleted
+        during PreRun) ends at once instead of at its timeout."""
+        now = self.kube.get(ROOT_KINDS[root.target], root.name)
+        uid = root.obj["metadata"].get("uid")
+        return now is None or (uid is not None and now["metadata"].get("uid") != uid)
 
     def _root_changes(
         self,
