@@ -31,6 +31,7 @@ from tests.realk8s.dws import Dws, missing_dws
 from tests.realk8s.fluxoperator import FluxOperator, missing_flux_operator
 from tests.realk8s.mpi import BUILD_DIR, FLAVOURS, build
 from tests.realk8s.placing import REAL_NODES
+from tests.realk8s.rabbit_site import machine, rabbits  # noqa: F401 (the DWS modules' fixtures)
 from tests.realk8s.tools import kubectl
 
 HERE = Path(__file__).parent
