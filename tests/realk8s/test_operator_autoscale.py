@@ -85,8 +85,7 @@ def scaled(
         try:
             yield scaled
         finally:
-            # deleted while the operator runs: its autoscale timer holds kopf's
-            # finalizer, which only a running operator removes
+            # what the last test left (it stops the operator and deletes it)
             resource = f"{MINICLUSTERS.format(namespace)}/{NAME}"
             try:
                 if gone_yet(admin, resource):
@@ -176,3 +175,20 @@ def test_exec_through_the_api_server_is_word_for_word(scaled: Scaled):
         assert missing.returncode != 0 and missing.stderr.strip()
     finally:
         kube.close()
+
+
+def test_with_its_operator_stopped_it_is_deleted_all_the_same(scaled: Scaled):
+    """The autoscale and health timers put no finalizer on the MiniClusters
+    they look at (kopf's timers asked for one, which only a running
+    operator removes: a stopped or uninstalled operator left them
+    undeletable, #35's note). Stopped, the operator holds up no delete, and
+    the garbage collector takes the children as for any owner. Last: it
+    stops the module's operator."""
+    resource = f"{MINICLUSTERS.format(scaled.namespace)}/{NAME}"
+    assert scaled.resource()["metadata"].get("finalizers") in (None, []), scaled.resource()
+    scaled.operator.stop()
+    scaled.admin.delete(resource)
+    eventually("the MiniCluster gone, its operator stopped",
+               lambda: not gone_yet(scaled.admin, resource), 60)  # fmt: skip
+    jobs = f"/apis/batch/v1/namespaces/{scaled.namespace}/jobs"
+    eventually("its Job collected", lambda: not scaled.admin.get(jobs)["items"], 120)
