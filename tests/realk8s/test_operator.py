@@ -57,11 +57,43 @@ def condition(resource: dict[str, Any], kind: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def until(what: str, operator: Operator, check: Any, timeout: float = 180) -> Any:
+def _conditions(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(c["type"], c["status"], c.get("reason"))
+            for c in (obj.get("status") or {}).get("conditions") or []]  # fmt: skip
+
+
+def scene(admin: Api, namespace: str) -> str:
+    """What a namespace holds when a wait failed: each MiniCluster's
+    conditions, each Kueue Workload's, each pod's phase, node, gates and
+    waiting reasons, and the last Warning events."""
+    lines = []
+    for cr in admin.get(MINICLUSTERS.format(namespace))["items"]:
+        lines.append(f"MiniCluster {cr['metadata']['name']}: {_conditions(cr)}")
+    found = admin.find(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads")
+    for workload in (found or {}).get("items") or []:
+        lines.append(f"Workload {workload['metadata']['name']}: {_conditions(workload)}")
+    for pod in admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]:
+        waiting = [s["state"]["waiting"].get("reason") for s in pod["status"].get("containerStatuses") or []
+                   if "waiting" in s.get("state", {})]  # fmt: skip
+        lines.append(f"pod {pod['metadata']['name']}: {pod['status'].get('phase')} on "
+                     f"{pod['spec'].get('nodeName')}, gates {pod['spec'].get('schedulingGates')}, "
+                     f"nodeSelector {pod['spec'].get('nodeSelector')}, waiting {waiting}")  # fmt: skip
+    warnings = [e for e in admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+                if e.get("type") == "Warning"][-10:]  # fmt: skip
+    lines += [f"event {e['involvedObject'].get('name')}: {e.get('reason')}: {e.get('message')}"
+              for e in warnings]  # fmt: skip
+    return "\n".join(lines)
+
+
+def until(what: str, operator: Operator, check: Any, timeout: float = 180,
+          where: tuple[Api, str] | None = None) -> Any:  # fmt: skip
+    """``eventually``; on a timeout, the operator's log and (``where``: an
+    admin and a namespace) what the namespace holds."""
     try:
         return eventually(what, check, timeout)
     except AssertionError as error:
-        raise AssertionError(f"{error}\noperator log:\n{operator.tail()}") from None
+        seen = f"\nin the namespace:\n{scene(*where)}" if where else ""
+        raise AssertionError(f"{error}\noperator log:\n{operator.tail()}{seen}") from None
 
 
 def test_an_example_runs_to_succeeded(

@@ -184,7 +184,7 @@ def test_topology_aware_scheduling_places_its_brokers_in_one_zone(
         admin.create(MINICLUSTERS.format(namespace), doc)
         path = f"{MINICLUSTERS.format(namespace)}/near"
         until("near Succeeded", operator, lambda: condition(
-            admin.get(path), "Succeeded").get("status") == "True", 300)  # fmt: skip
+            admin.get(path), "Succeeded").get("status") == "True", 300, (admin, namespace))  # fmt: skip
         (workload,) = workloads_of(admin, namespace, "near")
         (pod_set,) = workload["spec"]["podSets"]
         assert pod_set["topologyRequest"]["required"] == "topology.kubernetes.io/zone"
