@@ -92,7 +92,10 @@ def until(what: str, operator: Operator, check: Any, timeout: float = 180,
     try:
         return eventually(what, check, timeout)
     except AssertionError as error:
-        seen = f"\nin the namespace:\n{scene(*where)}" if where else ""
+        try:
+            seen = f"\nin the namespace:\n{scene(*where)}" if where else ""
+        except Exception as err:  # the timeout is the failure: say it even so
+            seen = f"\n(the namespace could not be read: {err})"
         raise AssertionError(f"{error}\noperator log:\n{operator.tail()}{seen}") from None
 
 
