@@ -182,6 +182,12 @@ def extensions() -> dict[str, str]:
     }
     found = {f"spec.pod.{key}": notes[key] for key in EXTENSIONS}
     found["spec.flux.networkDevice"] = "the interface the brokers bind (default: all)"
+    found["spec.flux.container.volume"] = (
+        "how the view reaches the pods: `image` mounts the view image read-only (an image "
+        "volume, nothing copied), `copy` copies it in an init container, `auto` (default) "
+        "mounts it where every node can (kubelet 1.35+, containerd 2.1+ or CRI-O 1.31+); "
+        "`--view-volume`"
+    )
     found["spec.metrics"] = (
         "rank 0 serves Prometheus metrics read from Flux ([metrics](../guides/metrics.md))"
     )

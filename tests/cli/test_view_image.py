@@ -17,20 +17,26 @@ def render(capsys, *flags: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def init_images(text: str) -> list[str]:
-    job = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "Job")
-    return [c["image"] for c in job["spec"]["template"]["spec"].get("initContainers", [])]
+def view_images(text: str) -> list[str]:
+    """The view images the Job's pods take: mounted (an image volume, what
+    render shows for flux.container.volume auto) or copied (an init container)."""
+    pod = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "Job")["spec"]["template"][
+        "spec"
+    ]
+    return [v["image"]["reference"] for v in pod["volumes"] if "image" in v] + [
+        c["image"] for c in pod.get("initContainers", [])
+    ]
 
 
 def test_the_view_image_flag_chooses_the_view(capsys):
     code, out, err = render(capsys, "--image", "rockylinux:9", "--view-image", ROCKY9)
-    assert code == 0 and init_images(out) == [ROCKY9] and "warning" not in err
+    assert code == 0 and view_images(out) == [ROCKY9] and "warning" not in err
     assert out.startswith(f"# Flux view {ROCKY9}: RHEL/Rocky 9 (glibc 2.34)")
 
 
 def test_the_default_view_on_rocky_is_one_warning_naming_the_fix(capsys):
     code, out, err = render(capsys, "--image", "rockylinux:9")
-    assert code == 0 and "flux-view-ubuntu:tag-noble" in init_images(out)[0]
+    assert code == 0 and "flux-view-ubuntu:tag-noble" in view_images(out)[0]
     (line,) = err.splitlines()
     assert line.startswith("fluxhop: warning: the Flux view") and f"use the view {ROCKY9}" in line
     assert out.startswith(
@@ -40,7 +46,7 @@ def test_the_default_view_on_rocky_is_one_warning_naming_the_fix(capsys):
 
 def test_flux_in_the_image_has_no_view_and_no_note(capsys):
     code, out, err = render(capsys, "--image", "alpine:3.20", "--flux-in-image")
-    assert code == 0 and init_images(out) == [] and out.startswith("---") and err == ""
+    assert code == 0 and view_images(out) == [] and out.startswith("---") and err == ""
 
 
 def test_view_image_and_flux_in_image_together_is_one_line(capsys):
@@ -71,3 +77,18 @@ def test_view_image_with_a_file_is_refused(capsys, tmp_path):
     path.write_text("kind: MiniCluster\nmetadata: {name: a}\nspec: {containers: [{image: x}]}\n")
     code, err = one_line(capsys, "run", "--dry-run", "-f", str(path), "--view-image", ROCKY9)
     assert code == 2 and "--view-image" in err
+
+
+def test_the_view_volume_flag_chooses_mounted_or_copied(capsys):
+    for volume, mounted in (("image", True), ("copy", False), ("auto", True)):
+        code, out, err = render(capsys, "--image", "ubuntu:noble", "--view-volume", volume)
+        pod = next(d for d in yaml.safe_load_all(out) if d and d["kind"] == "Job")
+        pod = pod["spec"]["template"]["spec"]
+        assert code == 0 and err == "" and ("initContainers" not in pod) is mounted, (volume, pod)
+        assert view_images(out) == ["ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"]
+
+
+def test_view_volume_and_flux_in_image_together_is_one_line(capsys):
+    code, err = one_line(capsys, "run", "--dry-run", "--image", "x", "--view-volume", "image",
+                         "--flux-in-image", "--", "true")  # fmt: skip
+    assert code == 2 and "--view-volume and --flux-in-image" in err

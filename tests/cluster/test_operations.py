@@ -44,6 +44,7 @@ def test_create_is_one_apply_per_object_plus_one_watch(fake, ops):
     ops.wait_ready(root, timeout=30)
     assert fake.seen() == [
         "GET jobs/demo",
+        "GET /api/v1/nodes",  # may they mount the view image? (flux.container.volume auto)
         "APPLY jobs/demo",
         *(f"APPLY {c}" for c in CHILDREN),
         "WATCH pods",

@@ -97,10 +97,16 @@ def test_the_crd_keeps_the_flux_operators_spec_and_subresources():
         "suspend",
     }  # fluxhop's extensions, and only those
     assert set(spec(o)["properties"]) - set(spec(t)["properties"]) == added
+    # and one field within: how the view reaches the pods
+    view = copy.deepcopy(spec(o)["properties"]["flux"]["properties"]["container"])
+    assert view["properties"].pop("volume")["enum"] == ["auto", "image", "copy"]
+    assert view == spec(t)["properties"]["flux"]["properties"]["container"]
     ours_only = {"properties", "x-kubernetes-validations"}  # managedBy's immutability
+    kept = {k: v for k, v in spec(o)["properties"].items() if k not in added}
+    kept["flux"] = copy.deepcopy(kept["flux"])
+    kept["flux"]["properties"]["container"] = view
     assert {**{k: v for k, v in spec(o).items() if k not in ours_only},
-            "properties": {k: v for k, v in spec(o)["properties"].items()
-                           if k not in added}} == spec(t)  # fmt: skip
+            "properties": kept} == spec(t)  # fmt: skip
     assert [r["message"] for r in spec(o)["x-kubernetes-validations"]] == [
         "spec.managedBy is immutable"
     ]

@@ -115,7 +115,10 @@ def test_security_context_uses_the_owners_uid_and_gid():
             "drop": ["ALL"],
         },
     }
-    view = template["initContainers"][0]
+    assert "initContainers" not in template  # the view mounted from its image: no copy
+    copied = spec.model_copy(deep=True)
+    copied.spec.flux.container.volume = "copy"
+    view = pod_spec(render(copied, "job"))[1]["initContainers"][0]
     assert view["securityContext"] == {"runAsUser": UID, "runAsGroup": GID, "runAsNonRoot": True}
 
 
@@ -156,7 +159,7 @@ def test_flux_view(mpi, view):
     spec = build(mpi)
     assert spec.spec.flux.container.disable is (not view)
     template = pod_spec(render(spec, "job"))[1]
-    assert ("initContainers" in template) is view
+    assert any("image" in volume for volume in template["volumes"]) is view  # mounted
     cr = render(spec, "minicluster")[-1]
     assert cr["spec"]["flux"]["container"].get("disable", False) is (not view)
 

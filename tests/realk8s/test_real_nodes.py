@@ -82,18 +82,37 @@ def test_a_pod_reaches_the_api_server_through_the_kubernetes_service(
     assert output(said) == ["v1.36.3"]
 
 
+# each task: where it runs, as whom, the view's mounts and their options
+# (mountinfo's mount point and options), and whether /opt/software takes a write
+MOUNTS = (
+    "hostname; id -u; "
+    'awk \'$5 == "/opt/software" || $5 == "/mnt/flux/view" {split($6, o, ","); print $5, o[1]}\' '
+    "/proc/self/mountinfo; touch /opt/software/x 2>/dev/null && echo wrote || echo read-only"
+)
+
+
 @pytest.mark.usefixtures("needs_flux")
+@pytest.mark.parametrize("volume", ["image", "copy"])
 def test_fluxhop_runs_restricted_with_the_flux_view_from_its_image(
-    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str]
+    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str], volume: str
 ):
-    """Non-root, no capabilities, seccomp, the view's /opt/software mounted
-    (never copied): four brokers across the real nodes, rank 0's exit code."""
+    """Non-root, no capabilities, seccomp: two brokers across the real nodes,
+    rank 0's exit code. The view mounted from its image (an image volume:
+    the view and its tree read-only, no init container) or copied by the
+    init container into an emptyDir; either way never copied in the
+    container, and nothing is written under the mount."""
     done = fluxhop(
         cluster, "run", "--namespace", namespace, "--image", IMAGE, "--security", "restricted",
-        *REAL_FLAGS, "-N", "2", "--name", "real", "--", "sh", "-c", "hostname; id -u",
+        "--view-volume", volume, *REAL_FLAGS, "-N", "2", "--name", "real",
+        "--", "sh", "-c", MOUNTS,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert sorted(output(done.stdout)) == ["1000", "1000", "real-0", "real-1"]
+    said = output(done.stdout)
+    mounts = (
+        ["/mnt/flux/view ro", "/opt/software ro"] if volume == "image" else ["/opt/software ro"]
+    )
+    expected = ["real-0", "real-1", *(["1000", "read-only", *mounts] * 2)]
+    assert sorted(said) == sorted(expected), said
     failed = fluxhop(
         cluster, "run", "--namespace", namespace, "--image", IMAGE, "--security", "restricted",
         *REAL_FLAGS, "-N", "2", "--name", "exits", "--", "sh", "-c", "exit 3",

@@ -18,6 +18,7 @@ from fluxhop.rabbit.builder import HOST_DIRECTORIES
 from fluxhop.render import render
 from fluxhop.render.security import CMA_OFF
 from fluxhop.spec import MiniCluster
+from fluxhop.spec.fluxsettings import DEFAULT_VIEW_IMAGE
 from fluxhop.trainer import build as trainer_build
 from tests.conformance import CONFORMANCE
 from tests.documents import mappings
@@ -234,18 +235,38 @@ def test_restricted_keeps_the_users_own_ids():
     assert context["runAsGroup"] == context["fsGroup"] == 4321
 
 
-def test_restricted_runs_with_the_flux_view_mounted_not_copied():
-    """A restricted pod is never root: the view's /opt/software is the init
-    container's copy, mounted read-only, never copied into the container."""
+@pytest.mark.parametrize("volume", ["auto", "image", "copy"])
+def test_restricted_runs_with_the_flux_view_mounted_not_copied_in_the_container(volume):
+    """A restricted pod is never root: the view's /opt/software is never
+    copied in the container. Mounted from its image ("auto" renders so),
+    the image is a read-only volume (restricted allows it) whose subPaths
+    are the view and the Spack tree, and there is no init container; copied,
+    the init container's copy is mounted read-only."""
     document = restricted(spec_of().model_dump(by_alias=True, exclude_none=True))
-    document["spec"]["flux"]["container"]["disable"] = False
+    document["spec"]["flux"]["container"].update(disable=False, volume=volume)
     rendered = quiet_render(load(document), "job")
-    lead = lead_container(rendered)
-    software = [m for m in lead["volumeMounts"] if m["mountPath"] == "/opt/software"]
-    view = pod_spec(rendered)["initContainers"][0]["name"]
-    assert software == [
-        {"name": view, "mountPath": "/opt/software", "subPath": "software", "readOnly": True}
+    lead, pod = lead_container(rendered), pod_spec(rendered)
+    software = [
+        m for m in lead["volumeMounts"] if m["mountPath"] in ("/opt/software", "/mnt/flux/view")
     ]
+    if volume == "copy":
+        view = pod["initContainers"][0]["name"]
+        assert software == [
+            {"name": view, "mountPath": "/opt/software", "subPath": "software", "readOnly": True}
+        ]
+    else:
+        assert "initContainers" not in pod
+        image = next(v for v in pod["volumes"] if v["name"] == "fluxhop-view")
+        assert image == {"name": "fluxhop-view", "image": {
+            "reference": document["spec"]["flux"]["container"].get("image", DEFAULT_VIEW_IMAGE),
+            "pullPolicy": "IfNotPresent"}}  # fmt: skip
+        assert software == [
+            {"name": "fluxhop-view", "mountPath": "/mnt/flux/view", "subPath": "opt/views/view",
+             "readOnly": True},
+            {"name": "fluxhop-view", "mountPath": "/opt/software", "subPath": "opt/software",
+             "readOnly": True},
+        ]  # fmt: skip
+        assert "init.sh" not in next(o for o in rendered if o["kind"] == "ConfigMap")["data"]
     entrypoint = next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["entrypoint.sh"]
     assert "cp -a" not in entrypoint and "/opt/software/" not in entrypoint
 

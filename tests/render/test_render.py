@@ -331,7 +331,14 @@ def test_flux_disabled_uses_the_image_flux_and_no_init_container():
 
 def test_view_init_container_copies_into_the_shared_volume():
     objects = render(
-        spec_of(flux={"container": {"image": "ghcr.io/converged-computing/flux-view-rocky:tag-9"}}),
+        spec_of(
+            flux={
+                "container": {
+                    "image": "ghcr.io/converged-computing/flux-view-rocky:tag-9",
+                    "volume": "copy",
+                }
+            }
+        ),
         cert=CERT,
     )
     init = pod_spec(objects)["initContainers"][0]

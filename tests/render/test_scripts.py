@@ -20,6 +20,7 @@ from fluxhop.render import render
 from fluxhop.spec import MiniCluster
 from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.leadstate import LeadState
+from fluxhop.spec.placement import Placement
 from tests.conformance import CONFORMANCE
 from tests.documents import minicluster_doc
 from tests.render.podsim import Pod
@@ -435,7 +436,7 @@ def test_non_root_pod_without_fs_group_gets_a_clear_error(world_readable_dir):
 
 
 def test_init_script_copies_the_view(tmp_path):
-    objects = render(spec(["true"]), cert=CERT)
+    objects = render(spec(["true"], placement=Placement(view_volume="copy")), cert=CERT)
     config = next(o for o in objects if o["kind"] == "ConfigMap")
     script = tmp_path / "init.sh"
     script.write_text(config["data"]["init.sh"])

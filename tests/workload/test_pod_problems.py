@@ -40,6 +40,21 @@ def test_a_container_stuck_says_the_nodes_words(reason, message):
     assert problem.line() == f"rank 0 (pod mc-0), container mc: {reason}: {message}"
 
 
+def test_a_view_image_without_the_view_names_the_field():
+    """containerd's words when the mounted view image lacks a subPath
+    (flux.container.volume image), then what to change."""
+    said = ('failed to mount image volume: ImageVolumeMountFailed: failed to ensure image '
+            'subpath "opt/views/view" in "/var/lib/containerd/image-volumes/x/y": openat '
+            "opt/views/view: no such file or directory")  # fmt: skip
+    problem = pod_problem(pod(waiting("CreateContainerError", said)))
+    assert problem is not None and "\n" not in problem.line()
+    assert problem.line().startswith(
+        f"rank 0 (pod mc-0), container mc: CreateContainerError: {said}"
+    )
+    assert problem.line().endswith("; set flux.container.image to a Flux view image (a Spack view at "
+                                   "/opt/views/view, its tree at /opt/software)")  # fmt: skip
+
+
 def test_an_init_container_is_read_first():
     found = pod_problem(
         pod(waiting("PodInitializing", ""), init=[waiting("ErrImagePull", "not found", "view")])

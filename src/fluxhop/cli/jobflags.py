@@ -81,6 +81,10 @@ def spec_from_options(
         raise InputError(
             "--view-image and --flux-in-image: the image has Flux, so no view; drop one"
         )
+    if placement is not None and placement.view_volume and flux_in_image:
+        raise InputError(
+            "--view-volume and --flux-in-image: the image has Flux, so no view; drop one"
+        )
     if queue_policy and sched_simple:
         raise InputError("--queue-policy is Fluxion's, and sched-simple has none: drop one")
     if command and placement is not None and placement.lead_state is not None:

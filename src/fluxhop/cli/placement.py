@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from fluxhop.spec.fluxsettings import VIEW_VOLUMES
 from fluxhop.spec.placement import PULL_POLICIES, SECURITY_PROFILES
 
 __all__ = ["placement_flag", "placement_options"]
@@ -107,6 +108,13 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
             "(spec.leadState): emptyDir (in the pod: outlives its broker, not the pod), claim "
             "(a claim fluxhop makes), claim=NAME (yours); with class=NAME, size=QTY, "
             "checkpoint=SECONDS, joined by commas.",
+        ),
+        click.option(
+            "--view-volume",
+            type=click.Choice(VIEW_VOLUMES),
+            help="How the Flux view reaches the pods (spec.flux.container.volume): image mounts "
+            "its image read-only (Kubernetes >= 1.35, containerd >= 2.1), copy copies it into "
+            "an emptyDir, auto (default) mounts it where every node can.",
         ),
     ]
 

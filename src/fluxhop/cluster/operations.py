@@ -24,6 +24,7 @@ from fluxhop.cluster.dispatchwait import DispatchWait
 from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.logstream import follow_log
 from fluxhop.cluster.queue_route import queue_route
+from fluxhop.cluster.view_volume import resolved_view_volume, view_undecided
 from fluxhop.cluster.waiting import Waiting
 from fluxhop.errors import (
     AlreadyExists,
@@ -36,6 +37,7 @@ from fluxhop.errors import (
     NotInstalled,
     NotOurs,
 )
+from fluxhop.render import check_cluster_domain
 from fluxhop.render.objects import MANAGED_BY
 from fluxhop.render.targets import Target
 from fluxhop.spec.kueue import queue_of
@@ -58,6 +60,8 @@ from fluxhop.workload.status import (
 )
 
 __all__ = ["MiniClusters", "selector_text"]
+
+UNREAD = object()  # the root not read yet (None: read, and there is none)
 
 
 class MiniClusters(Waiting, DispatchWait):
@@ -83,6 +87,7 @@ class MiniClusters(Waiting, DispatchWait):
         ``owners`` become the root's ownerReferences (e.g. a DWS Workflow), so
         that the whole MiniCluster is garbage-collected with them.
         """
+        check_cluster_domain(cluster_domain)  # before any request
         if spec.namespace != self.kube.namespace:
             spec = spec.renamed(namespace=self.kube.namespace)
         spec = _routed(self.kube, spec, Target.parse(target))
@@ -94,11 +99,17 @@ class MiniClusters(Waiting, DispatchWait):
                 FluxhopWarning,
                 stacklevel=2,
             )
-        if spec.spec.interactive:  # where rank 0 keeps its state: as made, or decided now
+        # how the view reaches the pods, and where rank 0 keeps its state:
+        # as made, or decided now
+        existing: dict[str, Any] | object | None = UNREAD
+        if spec.spec.interactive or view_undecided(spec, Target.parse(target)):
             existing = self.kube.get(ROOT_KINDS[Target.parse(target)], spec.name)
-            spec = with_lead_volume(self.kube, spec, target, existing=existing)
+            assert existing is None or isinstance(existing, dict)
+            spec = resolved_view_volume(self.kube, spec, Target.parse(target), existing=existing)
+            if spec.spec.interactive:
+                spec = with_lead_volume(self.kube, spec, target, existing=existing)
         objects = prepare(spec, target, cluster_domain=cluster_domain)
-        return self.apply_objects(objects, target, owners=owners)
+        return self.apply_objects(objects, target, owners=owners, existing=existing)
 
     def apply_objects(
         self,
@@ -106,13 +117,17 @@ class MiniClusters(Waiting, DispatchWait):
         target: Target | str,
         *,
         owners: Sequence[dict[str, Any]] = (),
+        existing: dict[str, Any] | object | None = UNREAD,
     ) -> Root:
-        """Apply rendered objects whose last one is the (marked) root."""
+        """Apply rendered objects whose last one is the (marked) root
+        (``existing``: the root as just read, when the caller read it)."""
         root_obj = objects[-1]
         name = root_obj["metadata"]["name"]
         if owners:
             root_obj["metadata"]["ownerReferences"] = [dict(owner) for owner in owners]
-        existing = self.kube.get(root_obj["kind"], name)
+        if existing is UNREAD:
+            existing = self.kube.get(root_obj["kind"], name)
+        assert existing is None or isinstance(existing, dict)
         if existing is not None:
             annotations = existing["metadata"].get("annotations") or {}
             if annotations.get(SPEC_HASH) != root_obj["metadata"]["annotations"][SPEC_HASH]:

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 import warnings
 from datetime import UTC, datetime
 from typing import Any
 
 from fluxhop.cluster.lead_volume import refuse_foreign_claims, with_lead_volume
 from fluxhop.cluster.operations import MiniClusters
+from fluxhop.cluster.view_volume import resolved_view_volume
 from fluxhop.errors import AlreadyExists, FluxhopError, FluxhopWarning, SpecError, clipped
 from fluxhop.operator.cache import Outcome, Seen, Written
 from fluxhop.operator.dispatched import reconcile_dispatched
@@ -84,6 +86,7 @@ RESOURCE_HASH = "fluxhop.io/resource-hash"  # on the Job: the resource spec it w
 # on the Job: "first" - its children were made before it (a Job an older
 # operator made may lack some, after an interrupted create: those are looked for)
 CHILDREN = "fluxhop.io/children"
+NODES_KEPT = 30.0  # seconds a list of the nodes decides flux.container.volume auto
 
 
 class Reconciler:
@@ -98,6 +101,15 @@ class Reconciler:
         self.kube = ops.kube
         self.cluster_domain = cluster_domain
         self.operator_namespace = operator_namespace  # where it runs: may read metrics
+        self._nodes: tuple[float, list[dict[str, Any]]] | None = None
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The cluster's nodes, listed at most every NODES_KEPT seconds: what
+        a burst of creates decides flux.container.volume auto from."""
+        now = time.monotonic()
+        if self._nodes is None or now - self._nodes[0] > NODES_KEPT:
+            self._nodes = (now, self.kube.list("Node"))
+        return self._nodes[1]
 
     # --- events -----------------------------------------------------------------------
 
@@ -187,6 +199,9 @@ class Reconciler:
                 Target.JOB,
                 owner_uid=cr["metadata"].get("uid"),
             )
+            decided = resolved_view_volume(
+                self.kube, decided, Target.JOB, existing=None, nodes=self.nodes
+            )
         objects = prepare(decided, Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
@@ -209,7 +224,9 @@ class Reconciler:
         self.event(cr, "Normal", "Created", f"created Job {spec.name} and its objects", out)
         for warning in caught:  # once, with the Job: a create refused and retried said nothing
             if warning.category is FluxhopWarning:
-                self.event(cr, "Warning", "LeadState", clipped(str(warning.message)), out)
+                said = str(warning.message)
+                reason = "ViewCopied" if said.startswith("spec.flux.container") else "LeadState"
+                self.event(cr, "Warning", reason, clipped(said), out)
         return job
 
     def _update(

@@ -32,7 +32,7 @@ from fluxhop.render.targets import Target
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.rules import dns_subdomain_problem
 
-__all__ = ["TARGETS", "Target", "bundle_for", "pod_host_prefix", "render"]
+__all__ = ["TARGETS", "Target", "bundle_for", "check_cluster_domain", "pod_host_prefix", "render"]
 
 TARGETS: tuple[str, ...] = tuple(t.value for t in Target)
 
@@ -52,6 +52,13 @@ def pod_host_prefix(name: str, target: Target | str) -> str:
     return host_prefix(name) if Target.parse(target) is Target.JOBSET else f"{name}-"
 
 
+def check_cluster_domain(cluster_domain: str) -> None:
+    """A cluster domain a pod's host name can end in, or one line why not."""
+    problem = dns_subdomain_problem(cluster_domain)
+    if problem:
+        raise SpecError(f"cluster_domain {shown(cluster_domain)} {problem} (e.g. cluster.local)")
+
+
 @checked
 def bundle_for(
     spec: MiniCluster,
@@ -65,9 +72,7 @@ def bundle_for(
     """The Flux bootstrap bundle for the pods ``target`` creates (see
     :func:`build_bundle` for ``paths`` and ``cores_per_node``)."""
     target = Target.parse(target)
-    problem = dns_subdomain_problem(cluster_domain)
-    if problem:
-        raise SpecError(f"cluster_domain {shown(cluster_domain)} {problem} (e.g. cluster.local)")
+    check_cluster_domain(cluster_domain)
     prefix = pod_host_prefix(spec.name, target)
     longest = f"{prefix}{spec.spec.max_nodes - 1}"
     if len(longest) > 63:

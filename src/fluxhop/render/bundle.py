@@ -308,7 +308,7 @@ def build_bundle(
         **{name: name for name in METRICS_FILES},
         "node-env.lua": paths.relative("node-env.lua", "shell/node-env.lua"),
     }
-    if not flux.container.disable:
+    if flux.container.copied:
         files["init.sh"] = init_script(spec.name, root)
         where["init.sh"] = "init.sh"
     if resources is not None:

@@ -79,6 +79,17 @@ def _leave_out(body: dict[str, Any]) -> None:
                 FluxhopWarning,
                 stacklevel=3,
             )
+    flux = body.get("flux") or {}
+    view = flux.get("container") or {}
+    if view.pop("volume", None) is not None:
+        warnings.warn(
+            "spec.flux.container.volume is not copied into the MiniCluster resource: "
+            f"{_EXTENSION} (the Flux Operator always copies the view in an init container)",
+            FluxhopWarning,
+            stacklevel=3,
+        )
+        if not view:
+            del flux["container"]
     for (section, field), why in _LEFT_OUT.items():
         part = body.get(section) or {}
         if part.pop(field, None) is not None:

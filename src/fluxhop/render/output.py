@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from fluxhop.documents import go_reads_as_string
+from fluxhop.render.pod import VIEW_IMAGE_VOLUME
 from fluxhop.spec.fluxsettings import DEFAULT_VIEW_IMAGE
 from fluxhop.spec.views import view_os
 
@@ -52,17 +53,22 @@ def dump_yaml(objects: Iterable[dict[str, Any]]) -> str:
     return view_note(items) + text
 
 
-def _view_images(node: Any) -> Iterator[str]:
-    """The Flux view images the objects carry: the flux-view init container's,
-    or the Flux Operator's spec.flux.container (its default when unset)."""
+def _view_images(node: Any) -> Iterator[tuple[str, str]]:
+    """The Flux view images the objects carry, and how the pods get them:
+    the view image volume's (mounted), the flux-view init container's
+    (copied), or the Flux Operator's spec.flux.container (its default when
+    unset; it copies)."""
     if isinstance(node, dict):
         if node.get("kind") == "MiniCluster":
             view = (node.get("spec") or {}).get("flux", {}).get("container") or {}
             if not view.get("disable"):
-                yield view.get("image") or DEFAULT_VIEW_IMAGE
+                yield view.get("image") or DEFAULT_VIEW_IMAGE, "copied by the Flux Operator"
             return
-        if node.get("name") == "flux-view" and isinstance(node.get("image"), str):
-            yield node["image"]
+        image = node.get("image")
+        if node.get("name") == VIEW_IMAGE_VOLUME and isinstance(image, dict):
+            yield str(image.get("reference")), "mounted from its image"
+        if node.get("name") == "flux-view" and isinstance(image, str):
+            yield image, "copied by an init container"
         for value in node.values():
             yield from _view_images(value)
     elif isinstance(node, list):
@@ -71,10 +77,11 @@ def _view_images(node: Any) -> Iterator[str]:
 
 
 def view_note(objects: list[dict[str, Any]]) -> str:
-    """A comment naming the Flux view image and the OS it needs of the
+    """A comment naming the Flux view image, how the pods get it (mounted
+    or copied: spec.flux.container.volume) and the OS it needs of the
     application image (nothing when the image has Flux itself)."""
     lines = []
-    for image in dict.fromkeys(_view_images(objects)):
+    for image, how in dict.fromkeys(_view_images(objects)):
         os = view_os(image)
         needs = (
             f"{os}: the application image must be {os.name.split()[0]} with glibc "
@@ -84,6 +91,7 @@ def view_note(objects: list[dict[str, Any]]) -> str:
         )
         lines.append(
             f"# Flux view {image}: {needs} (another: --view-image or spec.flux.container.image)\n"
+            f"# It is {how} (--view-volume or spec.flux.container.volume: image, copy or auto)\n"
         )
     return "".join(lines)
 

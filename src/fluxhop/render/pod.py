@@ -44,11 +44,18 @@ LEAD_STATE_POLICY = "fluxhop-lead-state"
 LEAD_CLAIM_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}claim"
 LEAD_CONTAINER_ANNOTATION = f"{LEAD_STATE_ANNOTATIONS}container"
 # The Flux view's files are links into the Spack tree its image has in
-# /opt/software, which its init container copies into the view volume: the
-# lead container mounts that copy there (read-only, whatever its user), as
-# the Flux Operator copies it a second time, as root only.
+# /opt/software. Mounted (flux.container.volume "image"), the image itself is
+# a read-only volume: its view appears at <mountPath>/view and its tree at
+# /opt/software, through subPaths, and nothing is copied. Copied ("copy"),
+# the init container copies both into the view's emptyDir, and the lead
+# container mounts the tree's copy at /opt/software (read-only, whatever
+# its user), where the Flux Operator copies it a second time, as root only.
 VIEW_SOFTWARE_DIR = "/opt/software"
 VIEW_SOFTWARE_SUBPATH = "software"
+VIEW_IMAGE_VOLUME = "fluxhop-view"
+# where a Flux Operator view image has them (/opt/view links to the view)
+VIEW_IN_IMAGE = "opt/views/view"
+SOFTWARE_IN_IMAGE = "opt/software"
 READ_ONLY_FILES = 0o444
 OWNER_READ_ONLY = 0o400
 # The Kubernetes node a pod runs on (the downward API), for whoever inside
@@ -132,10 +139,24 @@ def _volume_mounts(container: Container) -> list[dict[str, Any]]:
 
 
 def _flux_mounts(spec: MiniCluster) -> list[dict[str, Any]]:
-    return [
-        {"name": spec.spec.flux.container.name, "mountPath": spec.spec.flux.container.mount_path},
-        {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
-    ]
+    """Flux's directory (its config, run and state: an emptyDir), with the
+    view in it when mounted from its image, and the pod's config."""
+    view = spec.spec.flux.container
+    mounts: list[dict[str, Any]] = [{"name": view.name, "mountPath": view.mount_path}]
+    if spec.spec.flux.container.mounted:
+        mounts.append({"name": VIEW_IMAGE_VOLUME, "mountPath": f"{view.mount_path}/view",
+                       "subPath": VIEW_IN_IMAGE, "readOnly": True})  # fmt: skip
+    mounts.append({"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True})
+    return mounts
+
+
+def _software_mount(spec: MiniCluster) -> dict[str, Any]:
+    """The view's Spack tree at /opt/software: the image's, or the copy's."""
+    if spec.spec.flux.container.mounted:
+        return {"name": VIEW_IMAGE_VOLUME, "mountPath": VIEW_SOFTWARE_DIR,
+                "subPath": SOFTWARE_IN_IMAGE, "readOnly": True}  # fmt: skip
+    return {"name": spec.spec.flux.container.name, "mountPath": VIEW_SOFTWARE_DIR,
+            "subPath": VIEW_SOFTWARE_SUBPATH, "readOnly": True}  # fmt: skip
 
 
 def _lifecycle(container: Container) -> dict[str, Any] | None:
@@ -187,14 +208,7 @@ def _flux_container(spec: MiniCluster, bundle: Bundle) -> dict[str, Any]:
     out["ports"] = _ports(lead, named)
     mounts = [*_flux_mounts(spec), {"name": CURVE_VOLUME, "mountPath": CURVE_DIR, "readOnly": True}]
     if not spec.spec.flux.container.disable:
-        mounts.append(
-            {
-                "name": spec.spec.flux.container.name,
-                "mountPath": VIEW_SOFTWARE_DIR,
-                "subPath": VIEW_SOFTWARE_SUBPATH,
-                "readOnly": True,
-            }
-        )
+        mounts.append(_software_mount(spec))
     user = _volume_mounts(lead)
     if not any(m["mountPath"] == "/dev/shm" for m in user):
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
@@ -236,12 +250,17 @@ def _sidecar(spec: MiniCluster, container: Container) -> dict[str, Any]:
     return out
 
 
+def _pull_policy(spec: MiniCluster) -> str:
+    return "Always" if spec.spec.flux.container.pull_always else "IfNotPresent"
+
+
 def _init_container(spec: MiniCluster) -> dict[str, Any]:
+    """The view copied (flux.container.volume "copy")."""
     view = spec.spec.flux.container
     out: dict[str, Any] = {
         "name": view.name,
         "image": view.image,
-        "imagePullPolicy": "Always" if view.pull_always else "IfNotPresent",
+        "imagePullPolicy": _pull_policy(spec),
         "command": ["/bin/bash", f"{CONFIG_DIR}/init.sh"],
         "volumeMounts": _flux_mounts(spec),
     }
@@ -274,13 +293,16 @@ def _volumes(spec: MiniCluster, bundle: Bundle) -> list[dict[str, Any]]:
             "secret": {"secretName": curve_secret_name(spec), "defaultMode": OWNER_READ_ONLY},
         },
     ]
+    if spec.spec.flux.container.mounted:
+        volumes.append({"name": VIEW_IMAGE_VOLUME,
+                        "image": {"reference": view.image, "pullPolicy": _pull_policy(spec)}})  # fmt: skip
     lead_mounts = _volume_mounts(spec.spec.flux_container)
     if not any(m["mountPath"] == "/dev/shm" for m in lead_mounts):
         volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
     lead_state = spec.spec.lead_state
     if lead_state is not None and lead_state.empty_dir:
         volumes.append({"name": LEAD_STATE_VOLUME, "emptyDir": {}})
-    reserved = {v["name"] for v in volumes} | {LEAD_STATE_VOLUME}
+    reserved = {v["name"] for v in volumes} | {LEAD_STATE_VOLUME, VIEW_IMAGE_VOLUME}
     seen: set[str] = set()
     for container in spec.spec.containers:
         for name, volume in container.volumes.items():
@@ -313,7 +335,7 @@ def pod_template(spec: MiniCluster, bundle: Bundle, *, subdomain: str | None) ->
     body: dict[str, Any] = {"restartPolicy": "Never"}
     if subdomain:
         body["subdomain"] = subdomain
-    if not spec.spec.flux.container.disable:
+    if spec.spec.flux.container.copied:
         body["initContainers"] = [_init_container(spec)]
     body["containers"] = [
         _flux_container(spec, bundle),

@@ -4,7 +4,7 @@ broker options, the scheduler."""
 from __future__ import annotations
 
 import shlex
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import (
     Field,
@@ -22,16 +22,33 @@ from fluxhop.spec.container import ResourceRequirements, SecurityContext
 from fluxhop.spec.model import OPERATOR, Model
 from fluxhop.spec.rules import DnsLabel, EnvName, ImageRef, Interface
 
-__all__ = ["DEFAULT_VIEW_IMAGE", "FluxContainer", "FluxSpec", "LoggingSpec", "Scheduler"]
+__all__ = [
+    "DEFAULT_VIEW_IMAGE",
+    "VIEW_VOLUMES",
+    "FluxContainer",
+    "FluxSpec",
+    "LoggingSpec",
+    "Scheduler",
+]
 
 DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 
 
+# How the view reaches the pods (fluxhop extension flux.container.volume):
+# "image" mounts the view image read-only (an image volume, KEP-4639: GA in
+# Kubernetes 1.36, on by default from 1.35, on containerd >= 2.1 or CRI-O >=
+# 1.31): nothing is copied. "copy" copies it in an init container into an
+# emptyDir, as the Flux Operator does. "auto": "image" where every node the
+# pods may land on can mount one, "copy" elsewhere (fluxhop create decides).
+VIEW_VOLUMES = ("auto", "image", "copy")
+
+
 class FluxContainer(Model):
-    """The init container that provides a Flux install (the "flux view")."""
+    """The Flux install the pods run (the "flux view"), from its image."""
 
     image: ImageRef = DEFAULT_VIEW_IMAGE
     disable: bool = False
+    volume: Literal["auto", "image", "copy"] = "auto"
     name: DnsLabel = "flux-view"  # an init container's name
     mount_path: str = "/mnt/flux"
     pull_always: bool = False
@@ -42,6 +59,17 @@ class FluxContainer(Model):
     UNSUPPORTED: ClassVar[dict[str, str]] = {
         "imagePullSecret": "the Flux Operator never used it either; set containers[].imagePullSecret",
     }
+
+    @property
+    def mounted(self) -> bool:
+        """Whether the pods mount the view image (or copy it). "auto" left
+        to render is "image", Kubernetes' own default since 1.35: fluxhop
+        create first resolves it against the cluster's nodes."""
+        return not self.disable and self.volume != "copy"
+
+    @property
+    def copied(self) -> bool:
+        return not self.disable and self.volume == "copy"
 
     @field_validator("mount_path")
     @classmethod

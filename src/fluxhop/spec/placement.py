@@ -67,6 +67,7 @@ class Placement:
     health_checks: tuple[str, ...] = ()  # NAME=COMMAND each
     health_interval: int | None = None
     lead_state: str | None = None  # --lead-state, spec/leadstate.py parses it
+    view_volume: str | None = None  # --view-volume: spec.flux.container.volume
 
     def given(self) -> bool:
         return any(getattr(self, f.name) not in (None, ()) for f in fields(self))
@@ -246,6 +247,8 @@ def place(document: dict[str, Any], placement: Placement) -> dict[str, Any]:
     place_health(spec, placement.health_checks, placement.health_interval)
     if placement.lead_state is not None:
         spec["leadState"] = parse_lead_state(placement.lead_state)
+    if placement.view_volume is not None:
+        _section(_section(spec, "flux"), "container")["volume"] = placement.view_volume
     _place_container(spec, placement)
     return doc
 

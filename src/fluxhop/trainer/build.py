@@ -109,6 +109,9 @@ def minicluster_for(job: Plan, trainjob: Mapping[str, Any] | None = None) -> Min
                     "image": job.settings["FLUX_VIEW_IMAGE"],
                     "name": INSTALLER,
                     "mountPath": FLUX_ROOT,
+                    # the plugin's installer copies the view (its init.sh):
+                    # a TrainJob does not mount the view image yet
+                    "volume": "copy",
                 },
                 "networkDevice": job.settings["FLUX_NETWORK_DEVICE"],
                 "scheduler": {"queuePolicy": job.settings["FLUX_QUEUE_POLICY"]},

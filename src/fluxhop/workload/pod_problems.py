@@ -30,6 +30,13 @@ STUCK = frozenset(
     }
 )
 STATEFULSET_INDEX = "apps.kubernetes.io/pod-index"
+# containerd's words for a subPath an image volume does not have: the view
+# image mounted (flux.container.volume image) holds no Flux view
+MISSING_SUBPATH = "image subpath"
+VIEW_HINT = (
+    "the Flux view image has no such directory; set flux.container.image to a Flux view "
+    "image (a Spack view at /opt/views/view, its tree at /opt/software)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,8 @@ def pod_problem(pod: dict[str, Any]) -> PodProblem | None:
         waiting = state.get("waiting") or {}
         if waiting.get("reason") in STUCK:
             message = " ".join(str(waiting.get("message") or "").split())
+            if waiting["reason"] == "CreateContainerError" and MISSING_SUBPATH in message:
+                message = f"{message}; {VIEW_HINT}"
             return PodProblem(name, _rank(pod), container, waiting["reason"], message)
         for ended in (state.get("terminated"), (status.get("lastState") or {}).get("terminated")):
             if ended and ended.get("reason") == "OOMKilled":

@@ -111,7 +111,7 @@ run_snippet() {
 
 find_flux() {
     if [ "$view_enabled" = 1 ]; then
-        [ -x "$view/bin/flux" ] || die "no flux in $view/bin: the $view_name init container did not provide one"
+        [ -x "$view/bin/flux" ] || die "no flux in $view/bin: the Flux view ($view_name) has none; set flux.container.image to a Flux view image"
         export PATH="$PATH:$view/bin"
         # The view's files are links into /opt/software: the pod mounts the
         # init container's copy of it there (read-only), nothing is copied.
