@@ -120,3 +120,26 @@ def test_fluxhop_runs_restricted_with_the_flux_view_from_its_image(
     assert failed.returncode == 3, failed.stderr
     pods = f"/api/v1/namespaces/{namespace}/pods"
     eventually("the pods gone", lambda: admin.get(pods)["items"] == [], timeout=120)
+
+
+@pytest.mark.usefixtures("needs_flux")
+def test_a_view_image_without_flux_is_one_line_and_nothing_is_left(
+    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str]
+):
+    """Mounted, a view image that holds no view (here the application
+    image itself): the runtime cannot mount its subPath, and run says so in
+    one line naming flux.container.image, then deletes what it made."""
+    done = fluxhop(
+        cluster, "run", "--namespace", namespace, "--image", IMAGE, "--view-image", IMAGE,
+        "--view-volume", "image", *REAL_FLAGS, "-N", "2", "--name", "noview", "--", "true",
+    )  # fmt: skip
+    assert done.returncode != 0
+    *progress, line = done.stderr.strip().splitlines()  # the pods as they came, then why not
+    assert all(said.startswith("fluxhop: noview: ") for said in progress), done.stderr
+    assert "CreateContainerError" in line and "opt/views/view" in line, line
+    assert line.endswith("set flux.container.image to a Flux view image (a Spack view at "
+                         "/opt/views/view, its tree at /opt/software)"), line  # fmt: skip
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    eventually("the pods gone", lambda: admin.get(pods)["items"] == [], timeout=120)
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    assert admin.get(jobs)["items"] == []
