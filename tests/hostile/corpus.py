@@ -231,6 +231,69 @@ FIELDS: dict[str, list[tuple[Any, str]]] = {
         ({}, "metadata.name is not set"),
         (DROP, "metadata.name is not set"),
     ],
+    # fluxhop's extensions (the CRD's schema lets most of these through)
+    "spec.autoscale": [
+        ("x", "spec.autoscale: must be a mapping"),
+        ({"scaleDownDelaySeconds": -1}, "spec.autoscale.scaleDownDelaySeconds"),
+        ({"scaleDownDelaySeconds": "1h"}, "spec.autoscale.scaleDownDelaySeconds"),
+        ({"scaleDownDelaySeconds": 10**20}, "spec.autoscale.scaleDownDelaySeconds"),
+        ({"bogus": 1}, "spec.autoscale.bogus: unknown field"),
+    ],
+    "spec.metrics": [
+        ("x", "spec.metrics: must be a mapping"),
+        ({"port": 0}, "spec.metrics.port"),
+        ({"port": 70000}, "spec.metrics.port"),
+        ({"port": 8050}, "the Flux brokers' port"),
+        ({"enabled": "yes"}, "spec.metrics.enabled"),
+        ({"namespaces": ["Bad_NS"]}, "spec.metrics.namespaces[0]"),
+    ],
+    "spec.health": [
+        ("x", "spec.health: must be a mapping"),
+        ({"checks": "x"}, "spec.health.checks: must be a list"),
+        ({"checks": [{"name": "a"}]}, "spec.health.checks[0].command"),
+        ({"checks": [{"name": "Bad Name", "command": "true"}]}, "spec.health.checks[0].name"),
+        (
+            {"onFailure": "explode", "checks": [{"name": "a", "command": "true"}]},
+            "spec.health.onFailure",
+        ),
+        (
+            {"maxReplacements": -1, "checks": [{"name": "a", "command": "true"}]},
+            "spec.health.maxReplacements",
+        ),
+        (
+            {"checks": [{"name": "a", "command": "true", "intervalSeconds": 0}]},
+            "spec.health.checks[0].intervalSeconds",
+        ),
+        (
+            {"checks": [{"name": "a", "command": "true", "kind": "other"}]},
+            "spec.health.checks[0].kind",
+        ),
+        (
+            {"checks": [{"name": "a", "command": "true"}, {"name": "a", "command": "true"}]},
+            "name a is used twice",
+        ),
+    ],
+    "spec.leadState": [
+        ("x", "spec.leadState: must be a mapping"),
+        ({"claimName": "Bad_Name"}, "spec.leadState.claimName"),
+        ({"size": "lots"}, "spec.leadState.size"),
+        ({"checkpointSeconds": -1}, "spec.leadState.checkpointSeconds"),
+        ({"emptyDir": True, "claimName": "c"}, "give one of them"),
+        ({"storageClassName": "Bad Class"}, "spec.leadState.storageClassName"),
+    ],
+    f"{C}.hostPorts": [
+        ("x", "hostPorts: must be a list"),
+        ([0], "hostPorts[0]"),
+        ([70000], "hostPorts[0]"),
+        (["80"], "hostPorts[0]: must be a whole number"),
+        ([80, 80], "lists port 80 twice"),
+    ],
+    "spec.managedBy": [
+        (5, "spec.managedBy: must be a string"),
+        ("", "spec.managedBy"),
+        ("not a domain/!!", "spec.managedBy"),
+        ("x" * 300, "spec.managedBy"),
+    ],
     "apiVersion": [
         ("flux-framework.org/v1alpha1", "v1alpha2"),
         ("v1", "v1alpha2"),
