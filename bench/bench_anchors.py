@@ -2,6 +2,7 @@
 cluster (plain script; prints numbers).
 
     sudo .venv/bin/python bench/bench_anchors.py [--sizes 2,4,8,16] [--runs 3] [--systems ...]
+        [--caches warm,cold]
 
 Needs root, the builds (python -m tests.build: the test cluster, the Flux
 Operator, flux-core with Fluxion). A MiniCluster of N brokers runs
@@ -9,8 +10,11 @@ Operator, flux-core with Fluxion). A MiniCluster of N brokers runs
 MiniCluster resource); the Flux Operator (the same resource); Kubeflow
 Trainer's flux plugin (a TrainJob on the real Trainer controller); and
 `fluxhop trainer run` (the same TrainJob); each with Flux from a view image
-(an init container copies it in) and, where the system supports it, with
-Flux in the application image. The operators run before the clock starts,
+(fluxhop mounts it, an image volume, where the nodes can; the Flux Operator
+and the Trainer plugin copy it in an init container) and, where the system
+supports it, with Flux in the application image; with the nodes' image
+caches warm, or cold (every image a run pulls removed from each node's
+containerd first). The operators run before the clock starts,
 as a user's would; the Flux Operator only while nothing else runs (it
 watches every namespace). Per system, mode and N, the median over the runs
 of: apply (start -> its first pod exists), all pods Running, rank 0's
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import statistics
 import subprocess
 import sys
@@ -56,6 +61,16 @@ TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 RUNTIME = CONFORMANCE / "trainer-examples" / "examples__flux__flux-runtime.yaml"
 TRAINJOB = CONFORMANCE / "trainer-examples" / "examples__flux__lammps-train-job.yaml"
 PHASES = ("apply", "pods running", "command started", "complete")
+CACHES = ("warm", "cold")  # the nodes' image caches as a run starts
+# every image a measured run pulls (as containerd names them): the
+# application images, the view images (fluxhop's and the Flux Operator's
+# default, the Trainer plugin's), Flux in the image
+IMAGES = [
+    "docker.io/library/ubuntu:noble",
+    "docker.io/fluxrm/flux-sched:bookworm",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble",
+    "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+]
 VIEW, IN_IMAGE = "view", "in image"
 MINICLUSTERS = "/apis/flux-framework.org/v1alpha2/namespaces/{}/miniclusters"
 
@@ -150,11 +165,17 @@ class Bench:
         size: int,
         start: Callable[[Api, str], Callable[[], float]],
         before: Callable[[str], Callable[[], None]] | None = None,
+        *,
+        cold: bool = False,
     ) -> dict[str, float]:
         """One run; ``before`` starts what runs before the clock in the
-        namespace (an operator) and returns how to stop it."""
+        namespace (an operator) and returns how to stop it. ``cold``: the
+        images the systems run removed from every node first, so that the
+        run pulls and unpacks them again."""
         namespace = self.namespace()
         stop = before(namespace) if before else None
+        if cold:
+            self.cluster.forget_images(IMAGES)
         try:
             with self.cluster.admin() as api, self.cluster.admin() as watcher:
                 pods = Pods(watcher, namespace, size)
@@ -288,7 +309,7 @@ OURS = ("fluxhop run", "fluxhop operator")
 
 
 def measure_all(bench: Bench, cluster: LocalCluster, sizes: list[int], runs: int,
-                systems: list[str]) -> dict[tuple[str, str, int], dict[str, float]]:  # fmt: skip
+                systems: list[str], caches: list[str]) -> dict[tuple[str, str, int], dict[str, float]]:  # fmt: skip
     makers = {"fluxhop run": bench.fluxhop_run, "fluxhop operator": bench.fluxhop_operator,
               "Flux Operator": bench.flux_operator, "Kubeflow Trainer": bench.trainer,
               "fluxhop trainer run": bench.fluxhop_trainer}  # fmt: skip
@@ -299,17 +320,18 @@ def measure_all(bench: Bench, cluster: LocalCluster, sizes: list[int], runs: int
             if theirs is not None:
                 theirs.start()  # before the clock, with nothing else running
             try:
-                for mode in SYSTEMS[system]:
+                for mode, cache in itertools.product(SYSTEMS[system], caches):
                     before = (
                         bench.fluxhop_operator_running if system == "fluxhop operator" else None
                     )
-                    timed = [bench.measure(size, makers[system](size, mode), before)
-                             for _ in range(runs)]  # fmt: skip
-                    results[(system, mode, size)] = {
+                    timed = [bench.measure(size, makers[system](size, mode), before,
+                                           cold=cache == "cold") for _ in range(runs)]  # fmt: skip
+                    cell = labelled(mode, cache)
+                    results[(system, cell, size)] = {
                         p: statistics.median(r[p] for r in timed) for p in PHASES
                     }
-                    print(f"N={size:<3} {system:<20} {mode:<9} "
-                          + "  ".join(f"{results[(system, mode, size)][p]:6.2f}" for p in PHASES),
+                    print(f"N={size:<3} {system:<20} {cell:<14} "
+                          + "  ".join(f"{results[(system, cell, size)][p]:6.2f}" for p in PHASES),
                           flush=True)  # fmt: skip
             finally:
                 if theirs is not None:
@@ -317,11 +339,17 @@ def measure_all(bench: Bench, cluster: LocalCluster, sizes: list[int], runs: int
     return results
 
 
+def labelled(mode: str, cache: str) -> str:
+    """A cell's mode and cache, as printed ("view, warm")."""
+    return f"{mode}, {cache}"
+
+
 def ratios(results: dict[tuple[str, str, int], dict[str, float]], sizes: list[int]) -> float | None:
-    """Print fluxhop / Flux Operator (Complete) per N and mode; the worst."""
+    """Print fluxhop / Flux Operator (Complete) per N, mode and cache; the worst."""
     worst = None
+    cells = [labelled(mode, cache) for mode in (VIEW, IN_IMAGE) for cache in CACHES]
     for size in sizes:
-        for mode in (VIEW, IN_IMAGE):
+        for mode in cells:
             base = results.get(("Flux Operator", mode, size))
             for system in OURS:
                 ours = results.get((system, mode, size))
@@ -330,11 +358,12 @@ def ratios(results: dict[tuple[str, str, int], dict[str, float]], sizes: list[in
                 ratio = ours["complete"] / base["complete"]
                 worst = ratio if worst is None else max(worst, ratio)
                 print(f"N={size:<3} {mode:<9} {system} / Flux Operator (complete): {ratio:.2f}")
-        trainer = results.get(("Kubeflow Trainer", VIEW, size))
-        ours = results.get(("fluxhop trainer run", VIEW, size))
-        if trainer and ours:
-            print(f"N={size:<3} view      fluxhop trainer run / Trainer (complete): "
-                  f"{ours['complete'] / trainer['complete']:.2f}")  # fmt: skip
+        for cache in CACHES:
+            trainer = results.get(("Kubeflow Trainer", labelled(VIEW, cache), size))
+            ours = results.get(("fluxhop trainer run", labelled(VIEW, cache), size))
+            if trainer and ours:
+                print(f"N={size:<3} {labelled(VIEW, cache)}  fluxhop trainer run / Trainer "
+                      f"(complete): {ours['complete'] / trainer['complete']:.2f}")  # fmt: skip
     return worst
 
 
@@ -343,7 +372,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="2,4,8")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    parser.add_argument("--caches", default="warm", help="warm, cold or both (comma-separated): "
+                        "cold removes the images from every node before each run")  # fmt: skip
     args = parser.parse_args()
+    caches = [c.strip() for c in args.caches.split(",")]
+    if not set(caches) <= set(CACHES):
+        raise SystemExit(f"bench_anchors: --caches takes {' and '.join(CACHES)}, not {args.caches}")
     systems = [s.strip() for s in args.systems.split(",")]
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -368,7 +402,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             bench = Bench(cluster, deploy(cluster, 24 * 3600), Path(tmp))
             print(f"median of {args.runs} runs, seconds from the start: " + " / ".join(PHASES))
-            results = measure_all(bench, cluster, sizes, args.runs, systems)
+            results = measure_all(bench, cluster, sizes, args.runs, systems, caches)
         worst = ratios(results, sizes)
         shown = "n/a (the Flux Operator was not measured)" if worst is None else f"{worst:.2f}"
         print(f"worst ratio fluxhop/Flux Operator: {shown}")

@@ -90,6 +90,11 @@ class Nodes:
         its Node anew if that was deleted."""
         self.real_nodes[node].start_kubelet()
 
+    def forget_images(self, references: list[str]) -> dict[str, list[str]]:
+        """Remove images from every real node's containerd (cold caches for
+        a benchmark); node -> the images it had."""
+        return {name: node.forget_images(references) for name, node in self.real_nodes.items()}
+
     def remove_pods_of(self, node: str) -> None:
         """End what a stopped kubelet's pods left running (the processes of
         its pods' cgroups)."""

@@ -65,6 +65,29 @@ def test_a_pod_runs_in_a_container_of_its_image_under_its_limits(
     assert status["imageID"].startswith("docker.io/library/ubuntu@sha256:")  # pulled by digest
 
 
+def test_an_image_forgotten_by_every_node_is_pulled_again(
+    cluster: LocalCluster, admin: Api, namespace: str, real_nodes: list[str]
+):
+    """Cold caches, as the benchmarks make them: each real node's containerd
+    drops the image, and the next pod pulls it from the registry (the
+    kubelet's Pulled event says it pulled, not that it was present)."""
+    reference = "docker.io/library/ubuntu:noble"
+    run_pod(admin, namespace, "warm", "true")  # at least one node has it
+    forgotten = cluster.forget_images([reference])
+    assert any(forgotten.values()), forgotten
+    assert all(reference not in cluster.real_nodes[n].images() for n in real_nodes)
+    run_pod(admin, namespace, "cold", "true")
+
+    def pulled() -> str | None:
+        events = admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        said = [e["message"] for e in events if e["involvedObject"].get("name") == "cold"
+                and e.get("reason") == "Pulled"]  # fmt: skip
+        return said[0] if said else None
+
+    message = eventually("the cold pod's Pulled event", pulled, 60)
+    assert message.startswith("Successfully pulled image"), message
+
+
 def test_a_pod_reaches_the_api_server_through_the_kubernetes_service(
     admin: Api, namespace: str, real_nodes: list[str]
 ):

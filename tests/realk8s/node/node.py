@@ -261,6 +261,25 @@ class RealNode:
         containerd sees its tasks end, the kubelet cleans up when it is back."""
         kill_cgroup(self.cgroup)
 
+    def _ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.cluster.bin / "ctr"), "--address", str(self.socket),
+             "--namespace", "k8s.io", *args],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+
+    def images(self) -> set[str]:
+        """The image references the node's containerd holds (its CRI's)."""
+        return set(self._ctr("images", "ls", "--quiet").stdout.split())
+
+    def forget_images(self, references: list[str]) -> list[str]:
+        """Remove images from the node's containerd (a cold cache: the next
+        pod that names one pulls and unpacks it again); returns those it had."""
+        had = sorted(self.images() & set(references))
+        if had:
+            self._ctr("images", "rm", "--sync", *had)
+        return had
+
     def alive(self) -> list[Process]:
         return list(self.processes.values())
 
