@@ -185,7 +185,7 @@ def extensions() -> dict[str, str]:
     found["spec.flux.container.volume"] = (
         "how the view reaches the pods: `image` mounts the view image read-only (an image "
         "volume, nothing copied), `copy` copies it in an init container, `auto` (default) "
-        "mounts it where every node can (kubelet 1.35+, containerd 2.1+ or CRI-O 1.31+); "
+        "mounts it where every node can (kubelet 1.35+, containerd 2.2+ or CRI-O 1.33+); "
         "`--view-volume`"
     )
     found["spec.metrics"] = (

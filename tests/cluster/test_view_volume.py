@@ -9,8 +9,9 @@ import warnings
 
 import pytest
 
-from fluxhop.cluster.view_volume import node_problem, tolerated
+from fluxhop.cluster.view_volume import node_problem, resolved_view_volume, tolerated
 from fluxhop.errors import FluxhopWarning
+from fluxhop.render.targets import Target
 from fluxhop.spec.flags import minicluster_from_flags
 from fluxhop.spec.placement import Placement
 from fluxhop.spec.pod import Toleration
@@ -28,8 +29,11 @@ def node(name: str, kubelet: str, runtime: str, **spec) -> dict:
     ("kubelet", "runtime", "problem"),
     [
         ("v1.36.3", "containerd://2.4.2", None),
-        ("v1.35.0", "containerd://2.1.0", None),
-        ("v1.36.3", "cri-o://1.31.2", None),
+        ("v1.35.0", "containerd://2.2.0", None),
+        ("v1.36.3", "cri-o://1.33.1", None),
+        # they mount image volumes but ignore subPath: the whole image where the view goes
+        ("v1.36.3", "containerd://2.1.4", "node n runs containerd 2.1.4, which mounts no image"),
+        ("v1.36.3", "cri-o://1.32.3", "node n runs cri-o 1.32.3, which mounts no image"),
         ("v1.34.5", "containerd://2.4.2", "node n's kubelet is v1.34.5, before 1.35"),
         ("v1.36.3", "containerd://1.7.27", "node n runs containerd 1.7.27, which mounts no image"),
         ("v1.36.3", "cri-o://1.30.4", "node n runs cri-o 1.30.4, which mounts no image"),
@@ -103,3 +107,27 @@ def test_a_create_again_keeps_what_the_minicluster_has(fake, ops):
     fake.seed("Node", node("old", *GOOD))  # the node upgraded since
     pod, said = created(fake, ops)  # unchanged: no conflict, still copied
     assert [c["name"] for c in pod["initContainers"]] == ["flux-view"] and said == []
+
+
+def test_a_queued_minicluster_asks_every_schedulable_node(fake, ops):
+    """Kueue's flavor adds tolerations at admission: a tainted node the
+    spec does not tolerate may still get its pods."""
+    fake.seed("Node", node("new-1", *GOOD))
+    fake.seed("Node", node("tainted", "v1.36.3", "containerd://1.7.27",
+                           taints=[{"key": "pool", "effect": "NoSchedule"}]))  # fmt: skip
+    spec = minicluster_from_flags(["hostname"], image="ubuntu", name="demo",
+                                  placement=Placement(queue="q"))  # fmt: skip
+    decided = resolved_view_volume(ops.kube, spec, Target.JOB, existing=None, nodes=lambda: [
+        fake.get("Node", "new-1"), fake.get("Node", "tainted")])  # fmt: skip
+    assert decided.spec.flux.container.volume == "copy"
+
+
+def test_a_minicluster_sent_to_other_clusters_is_copied(ops):
+    """MultiKueue copies its Job to a worker whose nodes are not known here."""
+    spec = minicluster_from_flags(["hostname"], image="ubuntu", name="demo")
+    spec.spec.managed_by = "kueue.x-k8s.io/multikueue"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        decided = resolved_view_volume(ops.kube, spec, Target.JOB, existing=None, nodes=list)
+    assert decided.spec.flux.container.volume == "copy"
+    assert "dispatched to other clusters" in str(caught[0].message)

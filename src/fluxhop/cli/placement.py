@@ -113,7 +113,7 @@ def placement_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any
             "--view-volume",
             type=click.Choice(VIEW_VOLUMES),
             help="How the Flux view reaches the pods (spec.flux.container.volume): image mounts "
-            "its image read-only (Kubernetes >= 1.35, containerd >= 2.1), copy copies it into "
+            "its image read-only (Kubernetes >= 1.35, containerd >= 2.2), copy copies it into "
             "an emptyDir, auto (default) mounts it where every node can.",
         ),
     ]

@@ -4,8 +4,10 @@ read-only, nothing copied) where every node the pods may land on can mount
 an image volume, and ``copy`` elsewhere, with one warning that says why.
 
 An image volume (KEP-4639) needs the kubelet at 1.35 or later (beta and on
-by default; GA and locked on in 1.36) and a runtime that mounts one:
-containerd 2.1 or later, or CRI-O 1.31 or later. A node says both in
+by default; GA and locked on in 1.36) and a runtime that mounts one with
+its subPath: containerd 2.2 or later, or CRI-O 1.33 or later (containerd
+2.1 and CRI-O 1.31-1.32 mount image volumes but ignore subPath, mounting
+the whole image where the view should be). A node says both in
 ``status.nodeInfo``. No API tells whether the feature gate was turned off
 by hand; ``flux.container.volume: copy`` is the way out there.
 """
@@ -21,13 +23,14 @@ from fluxhop.cluster.api import Kube
 from fluxhop.errors import FluxhopWarning, Forbidden
 from fluxhop.render.pod import VIEW_IMAGE_VOLUME
 from fluxhop.render.targets import Target
+from fluxhop.spec.kueue import queue_of
 from fluxhop.spec.minicluster import MiniCluster
 from fluxhop.spec.pod import Toleration
 
 __all__ = ["node_problem", "resolved_view_volume", "tolerated", "view_undecided"]
 
 KUBELET_FROM = (1, 35)
-RUNTIMES_FROM = {"containerd": (2, 1), "cri-o": (1, 31)}
+RUNTIMES_FROM = {"containerd": (2, 2), "cri-o": (1, 33)}
 BLOCKING = ("NoSchedule", "NoExecute")
 
 
@@ -48,7 +51,7 @@ def node_problem(node: dict[str, Any]) -> str | None:
     least = RUNTIMES_FROM.get(runtime)
     if least is None or _version(version)[:2] < least:
         return (f"node {name} runs {runtime or 'an unknown runtime'} {version}".rstrip()
-                + ", which mounts no image volume (containerd 2.1 or CRI-O 1.31 does)")  # fmt: skip
+                + ", which mounts no image volume's subPath (containerd 2.2 or CRI-O 1.33 does)")  # fmt: skip
     return None
 
 
@@ -69,9 +72,13 @@ def tolerated(taint: dict[str, Any], tolerations: Iterable[Toleration]) -> bool:
 
 
 def _may_run(node: dict[str, Any], spec: MiniCluster) -> bool:
-    """Whether the scheduler may put the MiniCluster's pods on ``node``."""
+    """Whether the scheduler may put the MiniCluster's pods on ``node``. A
+    queued one may land on any schedulable node: Kueue's flavor adds node
+    selectors and tolerations only at admission."""
     if (node.get("spec") or {}).get("unschedulable"):
         return False
+    if queue_of(spec):
+        return True
     labels = node["metadata"].get("labels") or {}
     pod = spec.spec.pod
     if any(labels.get(key) != value for key, value in pod.node_selector.items()):
@@ -136,7 +143,12 @@ def resolved_view_volume(
     if existing is not None:
         choice = "image" if _mounts_image(existing) else "copy"
     else:
-        why = _why_copied(kube, spec, nodes)
+        why = (
+            f"it is dispatched to other clusters (spec.managedBy {spec.spec.managed_by}), "
+            "whose nodes are not known here"
+            if spec.spec.managed_by
+            else _why_copied(kube, spec, nodes)
+        )
         choice = "copy" if why else "image"
         if why:
             warnings.warn(

@@ -102,6 +102,23 @@ class Reconciler:
         self.cluster_domain = cluster_domain
         self.operator_namespace = operator_namespace  # where it runs: may read metrics
         self._nodes: tuple[float, list[dict[str, Any]]] | None = None
+        self._views: dict[str, str] = {}  # resource uid -> how its view was decided
+
+    def _view_decided(
+        self, cr: dict[str, Any], spec: MiniCluster, job: dict[str, Any] | None
+    ) -> MiniCluster:
+        """``spec`` with flux.container.volume auto decided once per
+        resource: as its Job has it, else by the nodes, and then kept, so
+        that a create retried (a lagging watch) never renders it the other
+        way over what it already made."""
+        uid = str(cr["metadata"].get("uid", ""))
+        if spec.spec.flux.container.volume == "auto" and uid in self._views:
+            spec = spec.model_copy(deep=True)
+            spec.spec.flux.container.volume = self._views[uid]  # type: ignore[assignment]
+        decided = resolved_view_volume(self.kube, spec, Target.JOB, existing=job, nodes=self.nodes)
+        if uid and decided.spec.flux.container.volume != "auto":
+            self._views[uid] = decided.spec.flux.container.volume
+        return decided
 
     def nodes(self) -> list[dict[str, Any]]:
         """The cluster's nodes, listed at most every NODES_KEPT seconds: what
@@ -199,9 +216,7 @@ class Reconciler:
                 Target.JOB,
                 owner_uid=cr["metadata"].get("uid"),
             )
-            decided = resolved_view_volume(
-                self.kube, decided, Target.JOB, existing=None, nodes=self.nodes
-            )
+            decided = self._view_decided(cr, decided, None)
         objects = prepare(decided, Target.JOB, cluster_domain=self.cluster_domain)
         root = objects[-1]
         root["metadata"]["annotations"][CREATED_SIZE] = str(spec.spec.size)
@@ -237,7 +252,7 @@ class Reconciler:
         created = int(annotations.get(CREATED_SIZE, job["spec"].get("parallelism", 1)))
         as_created = spec.model_copy(deep=True)
         as_created.spec.size = created
-        if self._changed(as_created, annotations):
+        if self._changed(cr, as_created, job):
             out.problem = Problem(
                 "SpecApplied",
                 "SpecChangeRefused",
@@ -246,8 +261,8 @@ class Reconciler:
             )
             return job
         if annotations.get(CHILDREN) != "first":  # an older operator's Job
-            children = prepare(operated(spec, self.operator_namespace), Target.JOB,
-                               cluster_domain=self.cluster_domain)[:-1]  # fmt: skip
+            made = self._view_decided(cr, operated(spec, self.operator_namespace), job)
+            children = prepare(made, Target.JOB, cluster_domain=self.cluster_domain)[:-1]
             self._children(job, children, out, missing_only=True)
         if not queued(cr, spec) and bool(job["spec"].get("suspend")) != spec.spec.suspend:
             job = self.kube.get("Job", spec.name) or job  # the watch may lag behind our patch
@@ -291,14 +306,17 @@ class Reconciler:
                 state = state or str(condition["type"])
         return state
 
-    def _changed(self, as_created: MiniCluster, annotations: dict[str, str]) -> bool:
+    def _changed(self, cr: dict[str, Any], as_created: MiniCluster, job: dict[str, Any]) -> bool:
         """Whether the resource asks for other than its Job was made from (at
         the size it was made with). A Job an operator made before resource
-        hashes has only the hash of what it rendered to compare."""
+        hashes has only the hash of what it rendered to compare: rendered
+        with its view as the Job has it."""
+        annotations = job["metadata"].get("annotations") or {}
         recorded = annotations.get(RESOURCE_HASH)
         if recorded is not None:
-            return resource_hash(as_created) != recorded
-        digest = prepare(as_created, Target.JOB, cluster_domain=self.cluster_domain)[-1]
+            return bool(resource_hash(as_created) != recorded)
+        rendered = self._view_decided(cr, as_created, job)
+        digest = prepare(rendered, Target.JOB, cluster_domain=self.cluster_domain)[-1]
         return bool(digest["metadata"]["annotations"][SPEC_HASH] != annotations.get(SPEC_HASH))
 
     def _children(

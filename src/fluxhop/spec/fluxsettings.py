@@ -36,8 +36,8 @@ DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 
 # How the view reaches the pods (fluxhop extension flux.container.volume):
 # "image" mounts the view image read-only (an image volume, KEP-4639: GA in
-# Kubernetes 1.36, on by default from 1.35, on containerd >= 2.1 or CRI-O >=
-# 1.31): nothing is copied. "copy" copies it in an init container into an
+# Kubernetes 1.36, on by default from 1.35, on containerd >= 2.2 or CRI-O >=
+# 1.33, which mount its subPaths): nothing is copied. "copy" copies it in an init container into an
 # emptyDir, as the Flux Operator does. "auto": "image" where every node the
 # pods may land on can mount one, "copy" elsewhere (fluxhop create decides).
 VIEW_VOLUMES = ("auto", "image", "copy")
