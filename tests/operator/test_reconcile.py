@@ -374,3 +374,30 @@ def test_the_output_keeps_whole_lines_within_4_kib():
     kept = output_tail([f"{n:04d}" + "x" * 995 + "\n" for n in range(10)])  # 1000-byte lines
     assert len(kept.encode()) <= 4096 and kept.splitlines()[0].startswith("0006")
     assert output_tail([]) == ""
+
+
+def _node(name: str, runtime: str) -> dict:
+    return {"metadata": {"name": name}, "spec": {},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.36.3", "containerRuntimeVersion": runtime}}}  # fmt: skip
+
+
+def _copied(fake) -> bool:
+    pod = fake.store[("Job", "default", "demo")]["spec"]["template"]["spec"]
+    return "initContainers" in pod and not any("image" in v for v in pod["volumes"])
+
+
+def test_the_view_is_decided_once_and_an_older_copied_job_is_kept_as_it_is(fake, apply, reconciler):
+    """flux.container.volume auto, decided by the nodes as the Job is made
+    (an old containerd: copied, with a ViewCopied event); a node upgraded
+    since changes nothing for that MiniCluster, and a Job made before
+    resource hashes, copied, is not seen as changed."""
+    fake.seed("Node", _node("old", "containerd://1.7.27"))
+    apply(resource(leadState={"emptyDir": True}))  # as said: no lead state chosen on creation
+    assert reconciler.reconcile(current(fake)).problem is None
+    assert _copied(fake) and ("Warning", "ViewCopied") in events(fake)
+    fake.seed("Node", _node("old", "containerd://2.4.2"))
+    reconciler._nodes = None  # the next look lists the upgraded node
+    stored = fake.store[("Job", "default", "demo")]
+    del stored["metadata"]["annotations"][RESOURCE_HASH]  # as an older operator made it
+    assert reconciler.reconcile(current(fake)).problem is None
+    assert _copied(fake)
