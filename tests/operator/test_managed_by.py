@@ -163,3 +163,13 @@ def test_on_the_manager_what_needs_its_pods_says_where_they_are(fake, apply, ops
     assert "--context" in str(said.value) and "\n" not in str(said.value)
     with pytest.raises(InputError, match="runs on another cluster, whose copy a new size"):
         ops.scale(ops.require("demo"), 3)
+
+
+@pytest.mark.parametrize("manager", ["not a domain/!!", "", "x" * 300, 5])
+def test_a_managed_by_that_names_no_controller_is_fluxhops_to_refuse(manager):
+    """Another controller's resource is left alone; a value that names no
+    controller is no one's, so fluxhop ends it Failed (InvalidSpec)."""
+    from fluxhop.operator.resource import managed_elsewhere
+
+    assert managed_elsewhere({"spec": {"managedBy": manager}}) is False
+    assert managed_elsewhere({"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}) is True

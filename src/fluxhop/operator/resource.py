@@ -19,6 +19,7 @@ from fluxhop.cluster.api import Kube
 from fluxhop.errors import FluxhopWarning
 from fluxhop.spec.kueue import QUEUE_LABEL
 from fluxhop.spec.minicluster import FLUXHOP_OPERATOR, Metadata, MiniCluster
+from fluxhop.spec.rules import managed_by_problem
 
 __all__ = [
     "AUTOSCALE_STATUS",
@@ -128,9 +129,13 @@ def read_spec(cr: dict[str, Any], namespace: str) -> tuple[MiniCluster, list[str
 def managed_elsewhere(cr: dict[str, Any]) -> bool:
     """The resource's spec.managedBy names a controller other than fluxhop
     operator (e.g. Kueue's MultiKueue, which runs it on another cluster): the
-    resource is left alone, read as it is written, valid or not."""
+    resource is left alone, read as it is written, valid or not. A value
+    that names no controller (not a domain-prefixed path) is fluxhop's to
+    refuse: it ends Failed (InvalidSpec) rather than nobody's."""
     manager = (cr.get("spec") or {}).get("managedBy")
-    return manager is not None and manager != FLUXHOP_OPERATOR
+    if not isinstance(manager, str) or managed_by_problem(manager):
+        return False
+    return manager != FLUXHOP_OPERATOR
 
 
 def queued_elsewhere(cr: dict[str, Any]) -> bool:
