@@ -102,12 +102,13 @@ class MiniClusters(Waiting, DispatchWait):
         # how the view reaches the pods, and where rank 0 keeps its state:
         # as made, or decided now
         existing: dict[str, Any] | object | None = UNREAD
-        if spec.spec.interactive or view_undecided(spec, Target.parse(target)):
-            existing = self.kube.get(ROOT_KINDS[Target.parse(target)], spec.name)
-            assert existing is None or isinstance(existing, dict)
-            spec = resolved_view_volume(self.kube, spec, Target.parse(target), existing=existing)
+        parsed = Target.parse(target)
+        if spec.spec.interactive or view_undecided(spec, parsed):
+            found = self.kube.get(ROOT_KINDS[parsed], spec.name)
+            spec = resolved_view_volume(self.kube, spec, parsed, existing=found)
             if spec.spec.interactive:
-                spec = with_lead_volume(self.kube, spec, target, existing=existing)
+                spec = with_lead_volume(self.kube, spec, target, existing=found)
+            existing = found
         objects = prepare(spec, target, cluster_domain=cluster_domain)
         return self.apply_objects(objects, target, owners=owners, existing=existing)
 
